@@ -1,0 +1,66 @@
+# zeropin - top-level Makefile. See README.md.
+#
+#   make                 build zeropin.ko (KDIR=..., else the running kernel's
+#                        build directory, else the lab's 6.12 headers)
+#   make KVER=6.1|6.12   build against a lab kernel (fetched on demand)
+#   make tests           build the selftests and benchmarks (static binaries)
+#   make check           install deps, build for both kernels, run every
+#                        selftest in the lab on both, print TAP and a summary
+#   make bench           the benchmarks in the lab, both kernels
+#
+# Every output lives under build/.
+
+BUILD      := $(CURDIR)/build
+LAB_SERIES := 6.12 6.1
+SRCS       := Kbuild kernel/Kbuild $(wildcard kernel/*.c kernel/*.h)
+
+ifneq ($(KVER),)
+  KDIR := $(BUILD)/kernels/$(KVER)/headers
+  TAG  := $(KVER)
+else ifneq ($(KDIR),)
+  TAG  := kdir-$(notdir $(realpath $(KDIR)))
+else ifneq ($(wildcard /lib/modules/$(shell uname -r)/build/Makefile),)
+  KDIR := /lib/modules/$(shell uname -r)/build
+  TAG  := host-$(shell uname -r)
+else
+  KVER := 6.12
+  KDIR := $(BUILD)/kernels/$(KVER)/headers
+  TAG  := $(KVER)
+endif
+
+# Kbuild writes objects next to the sources it is given; a tree of links
+# under build/ keeps the source folders clean.
+MODDIR := $(BUILD)/module/$(TAG)
+
+.PHONY: all module kernel-headers tests kselftest-headers check bench clean
+
+all: module
+
+module: kernel-headers
+	@mkdir -p $(MODDIR)/kernel
+	@for f in $(SRCS); do ln -sfn $(CURDIR)/$$f $(MODDIR)/$$f; done
+	$(MAKE) -C $(KDIR) M=$(MODDIR) modules
+	@echo "built $(MODDIR)/kernel/zeropin.ko"
+
+kernel-headers:
+ifneq ($(KVER),)
+	@scripts/lab-kernel $(KVER)
+endif
+
+tests:
+	$(MAKE) -C tests
+
+check:
+	scripts/install-deps
+	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
+	$(MAKE) tests
+	tests/run-selftests $(LAB_SERIES)
+
+bench:
+	scripts/install-deps
+	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
+	$(MAKE) tests
+	tests/bench/run $(LAB_SERIES)
+
+clean:
+	rm -rf $(BUILD)/module $(BUILD)/tests $(BUILD)/lab
