@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vfio_edu.c - see vfio_edu.h.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+
+#include "vfio_edu.h"
+
+#define KSFT_FAIL 1
+
+/* edu BAR0 registers (hw/misc/edu.c) */
+#define EDU_REG_ID	0x00	/* reads 0x010000ed */
+#define EDU_REG_DMA_SRC	0x80
+#define EDU_REG_DMA_DST	0x88
+#define EDU_REG_DMA_CNT	0x90
+#define EDU_REG_DMA_CMD	0x98
+#define EDU_CMD_RUN	0x1
+#define EDU_CMD_TO_RAM	0x2	/* direction: device buffer -> RAM */
+
+/* Offsets __edu_verify() probes, per mapping: first, middle, last bytes. */
+#define EDU_VERIFY_CHUNK 512
+
+static void fail(const char *what, int err)
+{
+	fprintf(stderr, "# %s: %s\n", what, strerror(-err));
+	exit(KSFT_FAIL);
+}
+
+double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int read_hex(const char *dir, const char *name, unsigned long *val)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%lx", val) == 1;
+	fclose(f);
+	return ok ? 0 : -EINVAL;
+}
+
+static bool is_edu(const char *dir)
+{
+	unsigned long vendor, device;
+
+	return !read_hex(dir, "vendor", &vendor) && vendor == EDU_VENDOR &&
+	       !read_hex(dir, "device", &device) && device == EDU_DEVICE;
+}
+
+/* Fill bdf with the index-th edu in sorted PCI order; 0 or -ENODEV. */
+static int edu_find(int index, char *bdf, size_t len)
+{
+	struct dirent **names;
+	char dir[PATH_MAX];
+	int n, i, found = -1;
+
+	n = scandir("/sys/bus/pci/devices", &names, NULL, alphasort);
+	if (n < 0)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", names[i]->d_name);
+		if (names[i]->d_name[0] != '.' && is_edu(dir) && ++found == index)
+			snprintf(bdf, len, "%s", names[i]->d_name);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return found >= index ? 0 : -ENODEV;
+}
+
+int edu_count(void)
+{
+	char bdf[256];
+	int n = 0;
+
+	while (!edu_find(n, bdf, sizeof(bdf)))
+		n++;
+	return n;
+}
+
+int __vfio_container_open(void)
+{
+	int fd = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, VFIO_GET_API_VERSION) != VFIO_API_VERSION) {
+		close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+int vfio_container_open(void)
+{
+	int fd = __vfio_container_open();
+
+	if (fd < 0)
+		fail("open /dev/vfio/vfio", fd);
+	return fd;
+}
+
+int __vfio_set_iommu(int container, unsigned long type)
+{
+	return ioctl(container, VFIO_SET_IOMMU, type) ? -errno : 0;
+}
+
+void vfio_set_iommu(int container, unsigned long type)
+{
+	int ret = __vfio_set_iommu(container, type);
+
+	if (ret)
+		fail("VFIO_SET_IOMMU", ret);
+}
+
+static int group_of(const char *bdf)
+{
+	char link[PATH_MAX], target[PATH_MAX], *base;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/sys/bus/pci/devices/%s/iommu_group", bdf);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	return atoi(base ? base + 1 : target);
+}
+
+int __edu_open(struct edu *e, int index)
+{
+	struct vfio_group_status status = { .argsz = sizeof(status) };
+	char path[64];
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->group = e->device = -1;
+	ret = edu_find(index, e->bdf, sizeof(e->bdf));
+	if (ret)
+		return ret;
+	e->group_id = group_of(e->bdf);
+	if (e->group_id < 0)
+		return e->group_id;
+	snprintf(path, sizeof(path), "/dev/vfio/%d", e->group_id);
+	e->group = open(path, O_RDWR | O_CLOEXEC);
+	if (e->group < 0)
+		return -errno;
+	if (ioctl(e->group, VFIO_GROUP_GET_STATUS, &status))
+		return -errno;
+	return (status.flags & VFIO_GROUP_FLAGS_VIABLE) ? 0 : -EBUSY;
+}
+
+void edu_open(struct edu *e, int index)
+{
+	int ret = __edu_open(e, index);
+
+	if (ret)
+		fail("open edu group", ret);
+}
+
+int __edu_attach(struct edu *e, int container)
+{
+	return ioctl(e->group, VFIO_GROUP_SET_CONTAINER, &container) ? -errno : 0;
+}
+
+void edu_attach(struct edu *e, int container)
+{
+	int ret = __edu_attach(e, container);
+
+	if (ret)
+		fail("VFIO_GROUP_SET_CONTAINER", ret);
+}
+
+static int region_info(int device, unsigned int index,
+		       struct vfio_region_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->argsz = sizeof(*info);
+	info->index = index;
+	return ioctl(device, VFIO_DEVICE_GET_REGION_INFO, info) ? -errno : 0;
+}
+
+static int enable_bus_master(struct edu *e)
+{
+	uint16_t cmd;
+
+	if (pread(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
+		return -EIO;
+	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	if (pwrite(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
+		return -EIO;
+	return 0;
+}
+
+int __edu_get_device(struct edu *e)
+{
+	struct vfio_region_info bar, cfg;
+	void *p;
+	int ret;
+
+	e->device = ioctl(e->group, VFIO_GROUP_GET_DEVICE_FD, e->bdf);
+	if (e->device < 0)
+		return -errno;
+	ret = region_info(e->device, VFIO_PCI_BAR0_REGION_INDEX, &bar);
+	if (!ret)
+		ret = region_info(e->device, VFIO_PCI_CONFIG_REGION_INDEX, &cfg);
+	if (ret)
+		return ret;
+	if (!(bar.flags & VFIO_REGION_INFO_FLAG_MMAP))
+		return -ENOTSUP;
+	p = mmap(NULL, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, e->device, bar.offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	e->bar0 = p;
+	e->bar0_size = bar.size;
+	e->config_offset = cfg.offset;
+	if (*(volatile uint32_t *)(e->bar0 + EDU_REG_ID) >> 16 != 0x0100)
+		return -ENODEV;
+	return enable_bus_master(e);
+}
+
+void edu_get_device(struct edu *e)
+{
+	int ret = __edu_get_device(e);
+
+	if (ret)
+		fail("edu device setup", ret);
+}
+
+void edu_close(struct edu *e)
+{
+	if (e->bar0)
+		munmap((void *)e->bar0, e->bar0_size);
+	if (e->device >= 0)
+		close(e->device);
+	if (e->group >= 0)
+		close(e->group);
+	e->bar0 = NULL;
+	e->device = e->group = -1;
+}
+
+int edu_setup(struct edu *e, int index, unsigned long type)
+{
+	int container = vfio_container_open();
+
+	edu_open(e, index);
+	edu_attach(e, container);
+	vfio_set_iommu(container, type);
+	edu_get_device(e);
+	return container;
+}
+
+int __vfio_map(int container, void *vaddr, uint64_t iova, uint64_t size,
+	       uint32_t flags)
+{
+	struct vfio_iommu_type1_dma_map map = {
+		.argsz = sizeof(map),
+		.flags = flags,
+		.vaddr = (uintptr_t)vaddr,
+		.iova = iova,
+		.size = size,
+	};
+
+	return ioctl(container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
+}
+
+void vfio_map(int container, void *vaddr, uint64_t iova, uint64_t size)
+{
+	int ret = __vfio_map(container, vaddr, iova, size,
+			     VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+
+	if (ret)
+		fail("VFIO_IOMMU_MAP_DMA", ret);
+}
+
+int __vfio_unmap(int container, uint64_t iova, uint64_t size, uint32_t flags,
+		 uint64_t *unmapped)
+{
+	struct vfio_iommu_type1_dma_unmap unmap = {
+		.argsz = sizeof(unmap),
+		.flags = flags,
+		.iova = iova,
+		.size = size,
+	};
+
+	if (ioctl(container, VFIO_IOMMU_UNMAP_DMA, &unmap))
+		return -errno;
+	if (unmapped)
+		*unmapped = unmap.size;
+	return 0;
+}
+
+void vfio_unmap(int container, uint64_t iova, uint64_t size)
+{
+	uint64_t unmapped = 0;
+	int ret = __vfio_unmap(container, iova, size, 0, &unmapped);
+
+	if (!ret && unmapped != size)
+		ret = -EIO;
+	if (ret)
+		fail("VFIO_IOMMU_UNMAP_DMA", ret);
+}
+
+static inline void reg_write(struct edu *e, unsigned int reg, uint64_t val)
+{
+	*(volatile uint64_t *)(e->bar0 + reg) = val;
+}
+
+static inline uint64_t reg_read(struct edu *e, unsigned int reg)
+{
+	return *(volatile uint64_t *)(e->bar0 + reg);
+}
+
+int __edu_dma(struct edu *e, uint64_t iova, uint32_t len, bool to_ram)
+{
+	double deadline = now_ms() + EDU_DMA_TIMEOUT_MS;
+
+	if (!len || len > EDU_DMA_MAX)
+		return -EINVAL;
+	if (reg_read(e, EDU_REG_DMA_CMD) & EDU_CMD_RUN)
+		return -EBUSY;
+	reg_write(e, EDU_REG_DMA_SRC, to_ram ? EDU_DMA_BUF : iova);
+	reg_write(e, EDU_REG_DMA_DST, to_ram ? iova : EDU_DMA_BUF);
+	reg_write(e, EDU_REG_DMA_CNT, len);
+	reg_write(e, EDU_REG_DMA_CMD, EDU_CMD_RUN | (to_ram ? EDU_CMD_TO_RAM : 0));
+	while (reg_read(e, EDU_REG_DMA_CMD) & EDU_CMD_RUN) {
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* Round trip of one chunk at off: pattern -> device -> cleared RAM. */
+static int verify_at(struct edu *e, uint8_t *buf, uint64_t iova, uint64_t off,
+		     uint32_t len)
+{
+	uint8_t want[EDU_DMA_MAX];
+	uint32_t i, seed = (uint32_t)(rand() ^ off);
+	int ret;
+
+	for (i = 0; i < len; i++)
+		want[i] = (uint8_t)((seed >> (i % 24)) + i * 131u);
+	memcpy(buf + off, want, len);
+	ret = __edu_dma(e, iova + off, len, false);
+	if (ret)
+		return ret;
+	memset(buf + off, 0, len);
+	ret = __edu_dma(e, iova + off, len, true);
+	if (ret)
+		return ret;
+	return memcmp(buf + off, want, len) ? -EIO : 0;
+}
+
+int __edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size)
+{
+	uint32_t len = size < EDU_VERIFY_CHUNK ? size : EDU_VERIFY_CHUNK;
+	uint64_t offs[3] = { 0, (size / 2) & ~4095ull, size - len };
+	int i, ret;
+
+	for (i = 0; i < 3; i++) {
+		ret = verify_at(e, buf, iova, offs[i], len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size)
+{
+	int ret = __edu_verify(e, buf, iova, size);
+
+	if (ret)
+		fail("edu DMA round trip", ret);
+}
