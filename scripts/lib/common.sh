@@ -1,8 +1,8 @@
-# shellcheck shell=sh
+# shellcheck shell=bash
 # Shared helpers for zeropin's shell tools. Source it; it defines functions only.
 
 # The repository root, whatever the caller's working directory.
-ZP_ROOT=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+ZP_ROOT=$(CDPATH="" cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 ZP_BUILD="${ZP_BUILD:-$ZP_ROOT/build}"
 
 die() {

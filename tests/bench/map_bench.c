@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * map_bench - time VFIO_IOMMU_MAP_DMA and UNMAP_DMA of guest-RAM-like
+ * buffers through one edu device, prove every mapping by edu DMA, and print
+ * one JSON object per measurement (and a "#" comment line for people).
+ *
+ * USAGE: map_bench [--driver type1] [--sizes 256,1024] [--reps 3]
+ *                  [--backings anon4k,thp,hugetlb2m] [--states cold,warm]
+ *
+ * Beside each time it records counts that do not depend on the clock: the
+ * ioctls issued, the bytes mapped, the page faults taken inside MAP_DMA
+ * (the task's minor faults, THP allocations from /proc/vmstat, hugetlb
+ * pages taken from /proc/meminfo) and from them the memory that had to be
+ * allocated and zeroed on the critical path.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <linux/vfio.h>
+
+#include "backing.h"
+#include "vfio_edu.h"
+
+#define IOVA_BASE 0x100000000ull
+#define MAX_LIST 8
+
+struct options {
+	const char *driver;			/* "type1" (later also "zeropin") */
+	unsigned long sizes[MAX_LIST];		/* MiB */
+	int nsizes;
+	enum backing backings[MAX_LIST];
+	int nbackings;
+	bool states[MAX_LIST];			/* true = warm (pre-touched) */
+	int nstates;
+	int reps;
+};
+
+/* Counters read around one MAP_DMA; all in their native units. */
+struct counters {
+	long hugetlb_free;		/* HugePages_Free (2 MiB pages) */
+	long thp_fault_alloc;		/* /proc/vmstat */
+	long minflt;			/* this task's minor faults */
+};
+
+static long file_value(const char *path, const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	long val = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, klen) && (line[klen] == ':' || line[klen] == ' ')) {
+			val = strtol(line + klen + 1 + (line[klen] == ':'), NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}
+
+static void read_counters(struct counters *c)
+{
+	struct rusage ru;
+
+	c->hugetlb_free = file_value("/proc/meminfo", "HugePages_Free");
+	c->thp_fault_alloc = file_value("/proc/vmstat", "thp_fault_alloc");
+	getrusage(RUSAGE_SELF, &ru);
+	c->minflt = ru.ru_minflt;
+}
+
+static void emit(const struct options *o, enum backing b, bool warm,
+		 unsigned long mib, int rep, double map_ms, double unmap_ms,
+		 int verify, const struct counters *before,
+		 const struct counters *after)
+{
+	struct utsname u;
+	long faults = after->minflt - before->minflt;
+	long thp = after->thp_fault_alloc - before->thp_fault_alloc;
+	long huge = before->hugetlb_free - after->hugetlb_free;
+	/* every fault inside MAP_DMA allocated a page and zeroed it */
+	double zeroed_mib = (thp + huge) * 2.0 + (faults - thp - huge) * 4.0 / 1024;
+	const char *kernel = getenv("LAB_KERNEL");
+
+	uname(&u);
+	printf("{\"kernel\":\"%s\",\"kernel_release\":\"%s\",\"driver\":\"%s\","
+	       "\"backing\":\"%s\",\"state\":\"%s\",\"size_mib\":%lu,\"rep\":%d,"
+	       "\"map_ms\":%.3f,\"unmap_ms\":%.3f,\"edu_verify\":\"%s\","
+	       "\"map_ioctls\":1,\"unmap_ioctls\":1,\"bytes_mapped\":%llu,"
+	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
+	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f}\n",
+	       kernel ? kernel : "?", u.release, o->driver, backing_name(b),
+	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
+	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
+	       faults, thp, huge, zeroed_mib);
+	fflush(stdout);
+}
+
+/* One measurement: fresh buffer, (touch), map, verify, unmap, free. */
+static int measure(const struct options *o, struct edu *e, int container,
+		   enum backing b, bool warm, unsigned long mib, int rep)
+{
+	struct counters before, after;
+	struct buffer buf;
+	double t0, map_ms, unmap_ms;
+	int ret, verify;
+
+	ret = __buffer_alloc(&buf, b, mib << 20);
+	if (ret) {
+		printf("# skip %s %lu MiB: %s\n", backing_name(b), mib, strerror(-ret));
+		return 0;
+	}
+	if (warm)
+		buffer_touch(&buf);
+	read_counters(&before);
+	t0 = now_ms();
+	ret = __vfio_map(container, buf.addr, IOVA_BASE, buf.size,
+			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	map_ms = now_ms() - t0;
+	read_counters(&after);
+	if (ret) {
+		printf("# MAP_DMA %s %lu MiB failed: %s\n", backing_name(b), mib, strerror(-ret));
+		buffer_free(&buf);
+		return ret;
+	}
+	verify = __edu_verify(e, buf.addr, IOVA_BASE, buf.size);
+	t0 = now_ms();
+	ret = __vfio_unmap(container, IOVA_BASE, buf.size, 0, NULL);
+	unmap_ms = now_ms() - t0;
+	buffer_free(&buf);
+	if (ret)
+		return ret;
+	emit(o, b, warm, mib, rep, map_ms, unmap_ms, verify, &before, &after);
+	return verify;
+}
+
+static int parse_backing(const char *s, enum backing *b)
+{
+	enum backing i;
+
+	for (i = BACKING_ANON_4K; i <= BACKING_HUGETLB_1G; i++)
+		if (!strcmp(s, backing_name(i))) {
+			*b = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Split a comma list; each item through parse(). Returns the count or -1. */
+static int parse_list(char *arg, const char *what, void *out, int kind)
+{
+	char *tok, *save = NULL;
+	int n = 0;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_LIST)
+			return -1;
+		if (kind == 0) {
+			((unsigned long *)out)[n] = strtoul(tok, NULL, 10);
+		} else if (kind == 1) {
+			if (parse_backing(tok, &((enum backing *)out)[n]))
+				goto bad;
+		} else {
+			if (strcmp(tok, "cold") && strcmp(tok, "warm"))
+				goto bad;
+			((bool *)out)[n] = !strcmp(tok, "warm");
+		}
+		n++;
+	}
+	return n;
+bad:
+	fprintf(stderr, "map_bench: bad %s '%s'\n", what, tok);
+	return -1;
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	char sizes[] = "256,1024", backings[] = "anon4k,thp,hugetlb2m", states[] = "cold,warm";
+	int i;
+
+	*o = (struct options){ .driver = "type1", .reps = 3 };
+	o->nsizes = parse_list(sizes, "size", o->sizes, 0);
+	o->nbackings = parse_list(backings, "backing", o->backings, 1);
+	o->nstates = parse_list(states, "state", o->states, 2);
+	for (i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--driver"))
+			o->driver = argv[i + 1];
+		else if (!strcmp(argv[i], "--sizes"))
+			o->nsizes = parse_list(argv[i + 1], "size", o->sizes, 0);
+		else if (!strcmp(argv[i], "--backings"))
+			o->nbackings = parse_list(argv[i + 1], "backing", o->backings, 1);
+		else if (!strcmp(argv[i], "--states"))
+			o->nstates = parse_list(argv[i + 1], "state", o->states, 2);
+		else if (!strcmp(argv[i], "--reps"))
+			o->reps = atoi(argv[i + 1]);
+		else
+			break;
+	}
+	if (i != argc || o->nsizes < 1 || o->nbackings < 1 || o->nstates < 1 || o->reps < 1) {
+		fprintf(stderr, "usage: map_bench [--driver NAME] [--sizes MiB,...] [--reps N]\n"
+				"       [--backings anon4k,thp,hugetlb2m,hugetlb1g] [--states cold,warm]\n");
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct edu e;
+	int container, s, b, st, r, failed = 0;
+
+	parse_args(argc, argv, &o);
+	container = edu_setup(&e, 0, VFIO_TYPE1v2_IOMMU);
+	for (b = 0; b < o.nbackings; b++)
+		for (st = 0; st < o.nstates; st++)
+			for (s = 0; s < o.nsizes; s++)
+				for (r = 1; r <= o.reps; r++)
+					failed |= measure(&o, &e, container, o.backings[b],
+							  o.states[st], o.sizes[s], r) != 0;
+	edu_close(&e);
+	close(container);
+	return failed;
+}
