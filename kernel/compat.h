@@ -8,9 +8,104 @@
 #define ZEROPIN_COMPAT_H
 
 #include <linux/version.h>
+#include <linux/fs.h>
+#include <linux/gfp.h>
+#include <linux/pagemap.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "zeropin supports Linux 6.1 and newer (Debian 12: 6.1 and 6.12)"
 #endif
+
+/* --- page allocation: 6.10 renamed the exported allocators (_noprof) --- */
+static inline struct folio *zp_folio_alloc_node(gfp_t gfp, unsigned int order, int nid)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+	return __folio_alloc_noprof(gfp, order, nid, NULL);
+#else
+	return __folio_alloc(gfp, order, nid, NULL);
+#endif
+}
+
+/* --- page cache lookup: NULL on a miss before 6.3, ERR_PTR after --- */
+static inline struct folio *zp_filemap_lookup(struct address_space *mapping,
+					      pgoff_t index, int fgp_flags)
+{
+	struct folio *folio = __filemap_get_folio(mapping, index, fgp_flags, 0);
+
+	return IS_ERR_OR_NULL(folio) ? NULL : folio;
+}
+
+/* --- shrinkers: allocated objects since 6.7, static structs before --- */
+static inline struct shrinker *
+zp_shrinker_create(const char *name,
+		   unsigned long (*count)(struct shrinker *, struct shrink_control *),
+		   unsigned long (*scan)(struct shrinker *, struct shrink_control *))
+{
+	struct shrinker *s;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	s = shrinker_alloc(0, "%s", name);
+	if (!s)
+		return ERR_PTR(-ENOMEM);
+	s->count_objects = count;
+	s->scan_objects = scan;
+	shrinker_register(s);
+#else
+	int ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return ERR_PTR(-ENOMEM);
+	s->count_objects = count;
+	s->scan_objects = scan;
+	s->seeks = DEFAULT_SEEKS;
+	ret = register_shrinker(s, "%s", name);
+	if (ret) {
+		kfree(s);
+		return ERR_PTR(ret);
+	}
+#endif
+	return s;
+}
+
+static inline void zp_shrinker_destroy(struct shrinker *s)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	shrinker_free(s);
+#else
+	unregister_shrinker(s);
+	kfree(s);
+#endif
+}
+
+/* --- VFS: idmapped mounts pass a struct mnt_idmap since 6.3 --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+typedef struct mnt_idmap zp_idmap_t;
+#define ZP_NOP_IDMAP (&nop_mnt_idmap)
+#else
+typedef struct user_namespace zp_idmap_t;
+#define ZP_NOP_IDMAP (&init_user_ns)
+#endif
+
+/* --- VFS: inode timestamps behind accessors since 6.6/6.7 --- */
+static inline void zp_inode_init_times(struct inode *inode)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	simple_inode_init_ts(inode);
+#else
+	inode->i_atime = inode->i_mtime = inode->i_ctime = current_time(inode);
+#endif
+}
+
+/* mtime and ctime to now: the inode's content or its directory changed. */
+static inline void zp_inode_touch(struct inode *inode)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	inode_set_mtime_to_ts(inode, inode_set_ctime_current(inode));
+#else
+	inode->i_mtime = inode->i_ctime = current_time(inode);
+#endif
+}
 
 #endif /* ZEROPIN_COMPAT_H */

@@ -9,14 +9,18 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/module.h>
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
 
 #include "compat.h"
+#include "pool.h"
 #include "zeropin.h"
+#include "zfs.h"
 
 struct kobject *zeropin_kobj;
+static struct dentry *zeropin_debugfs;	/* /sys/kernel/debug/zeropin */
 
 static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
@@ -64,8 +68,21 @@ static int __init zeropin_init(void)
 	ret = zeropin_sysfs_init();
 	if (ret)
 		goto err;
+	zeropin_debugfs = debugfs_create_dir("zeropin", NULL);
+	ret = zp_pool_init(zeropin_kobj, zeropin_debugfs);
+	if (ret)
+		goto err_sysfs;
+	ret = zp_zfs_init();
+	if (ret)
+		goto err_pool;
 	pr_info("version %s loaded\n", ZEROPIN_VERSION);
 	return 0;
+
+err_pool:
+	zp_pool_exit();
+err_sysfs:
+	debugfs_remove(zeropin_debugfs);
+	zeropin_sysfs_exit();
 err:
 	pr_err("load failed: %d\n", ret);
 	return ret;
@@ -73,6 +90,9 @@ err:
 
 static void __exit zeropin_exit(void)
 {
+	zp_zfs_exit();
+	zp_pool_exit();
+	debugfs_remove(zeropin_debugfs);
 	zeropin_sysfs_exit();
 	pr_info("unloaded\n");
 }

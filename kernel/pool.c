@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pool.c - the pre-zeroed page pool.
+ *
+ * Creating a GPU VM pins all of its RAM, and every page not yet faulted in
+ * is allocated and cleared on that critical path. The pool moves the
+ * clearing off it: it owns 2 MiB blocks, one list of dirty and one of zero
+ * blocks per NUMA node, and a SCHED_IDLE kthread per node that zeroes dirty
+ * blocks only when its CPU has nothing else to do. zeropinfs takes zero
+ * blocks for guest RAM; when none is left it zeroes one synchronously.
+ *
+ * Life of a block: allocated from the page allocator (dirty) -> zeroing ->
+ * zero -> in use (in a zeropinfs file's page cache) -> released. A released
+ * folio goes back to the page allocator when its last user lets go (page
+ * cache, user mappings, DMA pins): a folio still pinned for DMA is never
+ * reused while the pin exists, because nothing but the kernel's own
+ * refcount frees it. The kthread then refills the pool with a fresh block,
+ * dirty again, to the admin's target. (Taking the same folio straight back
+ * would need LRU isolation and memcg uncharging, which modules cannot do.)
+ *
+ * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
+ * A shrinker hands zero and dirty blocks back under memory pressure and the
+ * refill then waits POOL_SHRINK_BACKOFF before taking memory again.
+ *
+ * Locking: each node's lists and counts are under its spinlock, never held
+ * across zeroing or allocation. pool_mutex serialises target changes with
+ * init/exit. Counters are atomics.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": pool: " fmt
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/freezer.h>
+#include <linux/highmem.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/nodemask.h>
+#include <linux/sched.h>
+#include <uapi/linux/sched/types.h>
+#include <linux/seq_file.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "compat.h"
+#include "pool.h"
+
+/* After the shrinker took blocks back, the pool does not refill for this
+ * long: memory pressure comes in bursts, and refilling into it would only
+ * make reclaim take the same memory again. */
+#define POOL_SHRINK_BACKOFF	(10 * HZ)
+/* After a failed refill allocation (memory is fragmented or short). */
+#define POOL_ALLOC_BACKOFF	(1 * HZ)
+/* Pages zeroed between checks for other work: 64 x 4 KiB = 256 KiB keeps
+ * the zeroing thread's time slice well under a millisecond on hardware. */
+#define POOL_ZERO_CHUNK		64
+/* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
+#define POOL_RESERVE_SHIFT	4
+/* 1 GiB worth of 2 MiB blocks: a "run" the IOMMU can map with one entry. */
+#define POOL_RUN_BLOCKS		(1UL << (30 - PAGE_SHIFT - ZP_BLOCK_ORDER))
+
+/* Refill/zeroing allocations: never OOM, never warn, stay on the node. */
+#define POOL_GFP_REFILL	(GFP_HIGHUSER | __GFP_COMP | __GFP_NOWARN | \
+			 __GFP_NORETRY | __GFP_THISNODE)
+
+static unsigned int pool_mib;
+module_param(pool_mib, uint, 0444);
+MODULE_PARM_DESC(pool_mib,
+	"Initial size of the pre-zeroed pool, in MiB, split across NUMA nodes; "
+	"change at run time in /sys/kernel/zeropin/pool/target_mib [DEFAULT: 0]");
+
+struct node_pool {
+	int nid;			/* NUMA node the blocks come from */
+	spinlock_t lock;		/* protects the lists and counts below */
+	struct list_head zero;		/* zeroed blocks, ready to hand out */
+	struct list_head dirty;		/* blocks waiting to be zeroed */
+	unsigned long nr_zero;		/* blocks on zero */
+	unsigned long nr_dirty;		/* blocks on dirty */
+	unsigned long nr_zeroing;	/* blocks the kthread is zeroing */
+	unsigned long target;		/* blocks this node should hold */
+	unsigned long backoff_until;	/* jiffies: no refill before this */
+	struct task_struct *thread;	/* the node's zeroing kthread */
+	wait_queue_head_t wait;		/* the kthread sleeps here */
+};
+
+/* Event counters, exported in debugfs (zeropin/pool_counters). */
+struct pool_counters {
+	atomic_long_t zeroed_idle;	/* blocks zeroed by the idle kthreads */
+	atomic_long_t zeroed_sync;	/* blocks zeroed on a fault's path */
+	atomic_long_t alloc_sync;	/* blocks allocated on a fault's path */
+	atomic_long_t handed_out;	/* blocks given to files */
+	atomic_long_t handed_zero;	/* ... of which came from the zero list */
+	atomic_long_t returned;		/* blocks files let go of */
+	atomic_long_t unused_back;	/* blocks handed out but never used */
+	atomic_long_t shrunk;		/* blocks given back by the shrinker */
+	atomic_long_t refill_failed;	/* refill allocations that failed */
+	atomic_long_t inuse;		/* blocks in files right now */
+};
+
+static struct node_pool *node_pools[MAX_NUMNODES];
+static struct pool_counters counters;
+static DEFINE_MUTEX(pool_mutex);	/* target changes vs init/exit */
+static unsigned long target_blocks;	/* the admin's budget, in blocks */
+static struct shrinker *pool_shrinker;
+static struct kobject *pool_kobj;
+
+/*
+ * 1 GiB-aligned physical runs: runs maps the run's index (pfn >> 18) to the
+ * number of pool blocks in it; nr_full_runs counts runs with all 512.
+ */
+static DEFINE_XARRAY(runs);
+static atomic_long_t nr_full_runs;
+
+static void runs_account(struct folio *folio, long delta)
+{
+	unsigned long run = folio_pfn(folio) >> (30 - PAGE_SHIFT);
+	unsigned long old, new;
+	void *entry;
+
+	xa_lock(&runs);
+	entry = xa_load(&runs, run);
+	old = entry ? xa_to_value(entry) : 0;
+	new = old + delta;
+	if (new)
+		__xa_store(&runs, run, xa_mk_value(new), GFP_ATOMIC);
+	else
+		__xa_erase(&runs, run);
+	xa_unlock(&runs);
+	if (new == POOL_RUN_BLOCKS)
+		atomic_long_inc(&nr_full_runs);
+	else if (old == POOL_RUN_BLOCKS)
+		atomic_long_dec(&nr_full_runs);
+}
+
+static struct node_pool *pool_of(int nid)
+{
+	if (nid >= 0 && nid < MAX_NUMNODES && node_pools[nid])
+		return node_pools[nid];
+	nid = numa_node_id();
+	if (node_pools[nid])
+		return node_pools[nid];
+	for_each_node_state(nid, N_MEMORY)
+		if (node_pools[nid])
+			return node_pools[nid];
+	return NULL;
+}
+
+/* Blocks the node holds or is working on. Caller holds np->lock. */
+static unsigned long node_held(struct node_pool *np)
+{
+	return np->nr_zero + np->nr_dirty + np->nr_zeroing;
+}
+
+/* Clear every page of a block, the way clear_page() does for THP faults.
+ * Yields between chunks when called from a context that may sleep. */
+static void zero_block(struct folio *folio)
+{
+	unsigned long i;
+
+	for (i = 0; i < ZP_BLOCK_PAGES; i++) {
+		clear_highpage(folio_page(folio, i));
+		if ((i % POOL_ZERO_CHUNK) == POOL_ZERO_CHUNK - 1)
+			cond_resched();
+	}
+}
+
+static void free_block(struct folio *folio)
+{
+	runs_account(folio, -1);
+	folio_put(folio);
+}
+
+/* --- the per-node kthread: refill, zero, trim --- */
+
+/* Enough free memory left to take another block for the pool? The pool
+ * never takes the last 1/2^POOL_RESERVE_SHIFT of RAM, whatever the target. */
+static bool have_room(void)
+{
+	return si_mem_available() > (long)(ZP_BLOCK_PAGES +
+					   (totalram_pages() >> POOL_RESERVE_SHIFT));
+}
+
+static bool refill_one(struct node_pool *np)
+{
+	struct folio *folio;
+
+	spin_lock(&np->lock);
+	if (node_held(np) >= np->target || time_before(jiffies, np->backoff_until)) {
+		spin_unlock(&np->lock);
+		return false;
+	}
+	spin_unlock(&np->lock);
+	folio = have_room() ?
+		zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
+	spin_lock(&np->lock);
+	if (!folio) {
+		np->backoff_until = jiffies + POOL_ALLOC_BACKOFF;
+		spin_unlock(&np->lock);
+		atomic_long_inc(&counters.refill_failed);
+		return false;
+	}
+	list_add_tail(&folio->lru, &np->dirty);
+	np->nr_dirty++;
+	spin_unlock(&np->lock);
+	runs_account(folio, 1);
+	return true;
+}
+
+static bool zero_one(struct node_pool *np)
+{
+	struct folio *folio;
+
+	spin_lock(&np->lock);
+	folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
+	if (folio) {
+		list_del(&folio->lru);
+		np->nr_dirty--;
+		np->nr_zeroing++;
+	}
+	spin_unlock(&np->lock);
+	if (!folio)
+		return false;
+	zero_block(folio);
+	spin_lock(&np->lock);
+	np->nr_zeroing--;
+	list_add_tail(&folio->lru, &np->zero);
+	np->nr_zero++;
+	spin_unlock(&np->lock);
+	atomic_long_inc(&counters.zeroed_idle);
+	return true;
+}
+
+/* Take one block off the node, dirty ones first. Caller holds np->lock. */
+static struct folio *take_block_locked(struct node_pool *np)
+{
+	struct folio *folio;
+
+	folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
+	if (folio) {
+		np->nr_dirty--;
+	} else {
+		folio = list_first_entry_or_null(&np->zero, struct folio, lru);
+		if (!folio)
+			return NULL;
+		np->nr_zero--;
+	}
+	list_del(&folio->lru);
+	return folio;
+}
+
+static bool trim_one(struct node_pool *np)
+{
+	struct folio *folio = NULL;
+
+	spin_lock(&np->lock);
+	if (node_held(np) > np->target)
+		folio = take_block_locked(np);
+	spin_unlock(&np->lock);
+	if (folio)
+		free_block(folio);
+	return folio;
+}
+
+static bool node_has_work(struct node_pool *np)
+{
+	bool work;
+
+	spin_lock(&np->lock);
+	work = np->nr_dirty || node_held(np) > np->target ||
+	       (node_held(np) < np->target && !time_before(jiffies, np->backoff_until));
+	spin_unlock(&np->lock);
+	return work;
+}
+
+/* How long to sleep when idle: until woken, or the end of a backoff. */
+static long node_sleep_time(struct node_pool *np)
+{
+	long t = MAX_SCHEDULE_TIMEOUT;
+
+	spin_lock(&np->lock);
+	if (node_held(np) < np->target && time_before(jiffies, np->backoff_until))
+		t = np->backoff_until - jiffies + 1;
+	spin_unlock(&np->lock);
+	return t;
+}
+
+static int pool_thread(void *data)
+{
+	struct node_pool *np = data;
+	struct sched_attr attr = { .size = sizeof(attr), .sched_policy = SCHED_IDLE };
+
+	sched_setattr_nocheck(current, &attr);
+	set_freezable();
+	while (!kthread_should_stop()) {
+		bool did = trim_one(np);
+
+		did |= zero_one(np);	/* a dirty block first: it is already paid for */
+		if (!did)
+			did = refill_one(np);
+		if (did) {
+			cond_resched();
+			continue;
+		}
+		wait_event_freezable_timeout(np->wait,
+					     node_has_work(np) || kthread_should_stop(),
+					     node_sleep_time(np));
+	}
+	return 0;
+}
+
+/* --- handing blocks out and taking note of returns --- */
+
+struct folio *zp_pool_get(int nid, gfp_t gfp)
+{
+	struct node_pool *np = pool_of(nid);
+	struct folio *folio = NULL;
+	bool zero = false;
+
+	if (np) {
+		spin_lock(&np->lock);
+		folio = list_first_entry_or_null(&np->zero, struct folio, lru);
+		if (folio) {
+			np->nr_zero--;
+			zero = true;
+		} else {
+			folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
+			if (folio)
+				np->nr_dirty--;
+		}
+		if (folio)
+			list_del(&folio->lru);
+		spin_unlock(&np->lock);
+		wake_up(&np->wait);	/* refill behind us */
+	}
+	if (folio) {
+		runs_account(folio, -1);
+	} else {
+		folio = zp_folio_alloc_node(gfp | __GFP_COMP, ZP_BLOCK_ORDER,
+					    np ? np->nid : NUMA_NO_NODE);
+		if (!folio)
+			return NULL;
+		atomic_long_inc(&counters.alloc_sync);
+	}
+	if (!zero) {
+		zero_block(folio);
+		atomic_long_inc(&counters.zeroed_sync);
+	} else {
+		atomic_long_inc(&counters.handed_zero);
+	}
+	atomic_long_inc(&counters.handed_out);
+	atomic_long_inc(&counters.inuse);
+	return folio;
+}
+
+void zp_pool_put_unused(struct folio *folio)
+{
+	struct node_pool *np = pool_of(folio_nid(folio));
+
+	atomic_long_dec(&counters.inuse);
+	atomic_long_inc(&counters.unused_back);
+	if (!np) {
+		folio_put(folio);
+		return;
+	}
+	runs_account(folio, 1);
+	spin_lock(&np->lock);
+	list_add(&folio->lru, &np->zero);
+	np->nr_zero++;
+	spin_unlock(&np->lock);
+	wake_up(&np->wait);	/* may now be over target */
+}
+
+void zp_pool_note_released(struct folio *folio)
+{
+	struct node_pool *np = pool_of(folio_nid(folio));
+
+	atomic_long_dec(&counters.inuse);
+	atomic_long_inc(&counters.returned);
+	if (np)
+		wake_up(&np->wait);
+}
+
+/* --- budget --- */
+
+/* Split the budget across nodes with memory, and wake the threads.
+ * Caller holds pool_mutex. */
+static void set_target_locked(unsigned long blocks)
+{
+	unsigned long nodes = 0, share, extra;
+	int nid;
+
+	target_blocks = blocks;
+	for_each_node_state(nid, N_MEMORY)
+		nodes += node_pools[nid] != NULL;
+	if (!nodes)
+		return;
+	share = blocks / nodes;
+	extra = blocks % nodes;
+	for_each_node_state(nid, N_MEMORY) {
+		struct node_pool *np = node_pools[nid];
+
+		if (!np)
+			continue;
+		spin_lock(&np->lock);
+		np->target = share + (extra ? 1 : 0);
+		np->backoff_until = jiffies;
+		spin_unlock(&np->lock);
+		if (extra)
+			extra--;
+		wake_up(&np->wait);
+	}
+}
+
+/* --- shrinker --- */
+
+static unsigned long pool_count(struct shrinker *s, struct shrink_control *sc)
+{
+	struct node_pool *np = node_pools[sc->nid];
+	unsigned long n;
+
+	if (!np)
+		return 0;
+	spin_lock(&np->lock);
+	n = (np->nr_zero + np->nr_dirty) * ZP_BLOCK_PAGES;
+	spin_unlock(&np->lock);
+	return n ? n : SHRINK_EMPTY;
+}
+
+static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
+{
+	struct node_pool *np = node_pools[sc->nid];
+	unsigned long freed = 0;
+	struct folio *folio;
+
+	if (!np)
+		return SHRINK_STOP;
+	while (freed < sc->nr_to_scan) {
+		spin_lock(&np->lock);
+		folio = take_block_locked(np);
+		np->backoff_until = jiffies + POOL_SHRINK_BACKOFF;
+		spin_unlock(&np->lock);
+		if (!folio)
+			break;
+		free_block(folio);
+		atomic_long_inc(&counters.shrunk);
+		freed += ZP_BLOCK_PAGES;
+	}
+	return freed ? freed : SHRINK_STOP;
+}
+
+/* --- sysfs: /sys/kernel/zeropin/pool --- */
+
+#define BLOCKS_TO_MIB(n) ((n) * (ZP_BLOCK_SIZE >> 20))
+
+static unsigned long sum_nodes(size_t offset)
+{
+	unsigned long sum = 0;
+	int nid;
+
+	for_each_node_state(nid, N_MEMORY) {
+		struct node_pool *np = node_pools[nid];
+
+		if (!np)
+			continue;
+		spin_lock(&np->lock);
+		sum += *(unsigned long *)((char *)np + offset);
+		spin_unlock(&np->lock);
+	}
+	return sum;
+}
+
+static ssize_t target_mib_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", BLOCKS_TO_MIB(READ_ONCE(target_blocks)));
+}
+
+static ssize_t target_mib_store(struct kobject *k, struct kobj_attribute *a,
+				const char *buf, size_t len)
+{
+	unsigned long mib;
+	int ret = kstrtoul(buf, 0, &mib);
+
+	if (ret)
+		return ret;
+	if (mib > (totalram_pages() << PAGE_SHIFT >> 20))
+		return -EINVAL;
+	mutex_lock(&pool_mutex);
+	set_target_locked(DIV_ROUND_UP(mib, ZP_BLOCK_SIZE >> 20));
+	mutex_unlock(&pool_mutex);
+	return len;
+}
+
+static ssize_t zero_mib_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", BLOCKS_TO_MIB(sum_nodes(offsetof(struct node_pool, nr_zero))));
+}
+
+static ssize_t dirty_mib_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n",
+			  BLOCKS_TO_MIB(sum_nodes(offsetof(struct node_pool, nr_dirty)) +
+					sum_nodes(offsetof(struct node_pool, nr_zeroing))));
+}
+
+static ssize_t inuse_mib_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", BLOCKS_TO_MIB(atomic_long_read(&counters.inuse)));
+}
+
+static ssize_t runs_1g_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&nr_full_runs));
+}
+
+static struct kobj_attribute target_mib_attr = __ATTR(target_mib, 0644, target_mib_show, target_mib_store);
+static struct kobj_attribute zero_mib_attr = __ATTR_RO(zero_mib);
+static struct kobj_attribute dirty_mib_attr = __ATTR_RO(dirty_mib);
+static struct kobj_attribute inuse_mib_attr = __ATTR_RO(inuse_mib);
+static struct kobj_attribute runs_1g_attr = __ATTR_RO(runs_1g);
+
+static struct attribute *pool_attrs[] = {
+	&target_mib_attr.attr,
+	&zero_mib_attr.attr,
+	&dirty_mib_attr.attr,
+	&inuse_mib_attr.attr,
+	&runs_1g_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group pool_group = { .attrs = pool_attrs };
+
+/* --- debugfs: zeropin/pool_counters, one "name value" per line --- */
+
+static int counters_show(struct seq_file *m, void *v)
+{
+#define SHOW(f) seq_printf(m, "%s %ld\n", #f, atomic_long_read(&counters.f))
+	SHOW(zeroed_idle);
+	SHOW(zeroed_sync);
+	SHOW(alloc_sync);
+	SHOW(handed_out);
+	SHOW(handed_zero);
+	SHOW(returned);
+	SHOW(unused_back);
+	SHOW(shrunk);
+	SHOW(refill_failed);
+	SHOW(inuse);
+#undef SHOW
+	seq_printf(m, "runs_1g %ld\n", atomic_long_read(&nr_full_runs));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(counters);
+
+/* --- init and exit --- */
+
+static void destroy_node(struct node_pool *np)
+{
+	struct folio *folio;
+
+	if (np->thread)
+		kthread_stop(np->thread);
+	while ((folio = take_block_locked(np)))
+		free_block(folio);
+	node_pools[np->nid] = NULL;
+	kfree(np);
+}
+
+static int create_node(int nid)
+{
+	struct node_pool *np = kzalloc_node(sizeof(*np), GFP_KERNEL, nid);
+
+	if (!np)
+		return -ENOMEM;
+	np->nid = nid;
+	spin_lock_init(&np->lock);
+	INIT_LIST_HEAD(&np->zero);
+	INIT_LIST_HEAD(&np->dirty);
+	init_waitqueue_head(&np->wait);
+	node_pools[nid] = np;
+	np->thread = kthread_create_on_node(pool_thread, np, nid, "zeropin/%d", nid);
+	if (IS_ERR(np->thread)) {
+		int ret = PTR_ERR(np->thread);
+
+		np->thread = NULL;
+		destroy_node(np);
+		return ret;
+	}
+	set_cpus_allowed_ptr(np->thread, cpumask_of_node(nid));
+	wake_up_process(np->thread);
+	return 0;
+}
+
+static void destroy_nodes(void)
+{
+	int nid;
+
+	for (nid = 0; nid < MAX_NUMNODES; nid++)
+		if (node_pools[nid])
+			destroy_node(node_pools[nid]);
+}
+
+static int create_nodes(void)
+{
+	int nid, ret;
+
+	for_each_node_state(nid, N_MEMORY) {
+		ret = create_node(nid);
+		if (ret) {
+			destroy_nodes();
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir)
+{
+	int ret;
+
+	ret = create_nodes();
+	if (ret)
+		goto err;
+	pool_shrinker = zp_shrinker_create("zeropin-pool", pool_count, pool_scan);
+	if (IS_ERR(pool_shrinker)) {
+		ret = PTR_ERR(pool_shrinker);
+		goto err_nodes;
+	}
+	pool_kobj = kobject_create_and_add("pool", parent);
+	if (!pool_kobj) {
+		ret = -ENOMEM;
+		goto err_shrinker;
+	}
+	ret = sysfs_create_group(pool_kobj, &pool_group);
+	if (ret)
+		goto err_kobj;
+	debugfs_create_file("pool_counters", 0400, debugfs_dir, NULL, &counters_fops);
+	mutex_lock(&pool_mutex);
+	set_target_locked(DIV_ROUND_UP(pool_mib, ZP_BLOCK_SIZE >> 20));
+	mutex_unlock(&pool_mutex);
+	return 0;
+
+err_kobj:
+	kobject_put(pool_kobj);
+err_shrinker:
+	zp_shrinker_destroy(pool_shrinker);
+err_nodes:
+	destroy_nodes();
+err:
+	return ret;
+}
+
+void zp_pool_exit(void)
+{
+	sysfs_remove_group(pool_kobj, &pool_group);
+	kobject_put(pool_kobj);
+	zp_shrinker_destroy(pool_shrinker);
+	destroy_nodes();
+	WARN_ON(atomic_long_read(&nr_full_runs));
+	xa_destroy(&runs);
+}

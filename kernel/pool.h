@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pool.h - the pre-zeroed page pool: 2 MiB blocks (order-9 folios) per NUMA
+ * node, zeroed in idle time, handed out only when zero.
+ */
+#ifndef ZEROPIN_POOL_H
+#define ZEROPIN_POOL_H
+
+#include <linux/gfp.h>
+#include <linux/mm_types.h>
+
+#define ZP_BLOCK_ORDER	9			/* one PMD: 2 MiB on x86-64 */
+#define ZP_BLOCK_PAGES	(1UL << ZP_BLOCK_ORDER)
+#define ZP_BLOCK_SIZE	(PAGE_SIZE << ZP_BLOCK_ORDER)
+
+int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir);
+void zp_pool_exit(void);
+
+/*
+ * A zeroed 2 MiB folio for a file, preferably from node nid's zero list,
+ * else zeroed on the spot (counted). gfp: how hard a synchronous allocation
+ * may try. Returns NULL when no memory could be had. May sleep.
+ */
+struct folio *zp_pool_get(int nid, gfp_t gfp);
+
+/* A folio from zp_pool_get() that never became visible: back, still zero. */
+void zp_pool_put_unused(struct folio *folio);
+
+/* A file let go of a folio it got from the pool (page cache removal). */
+void zp_pool_note_released(struct folio *folio);
+
+#endif /* ZEROPIN_POOL_H */

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zfs.c - zeropinfs: a small RAM filesystem whose files' page cache holds
+ * 2 MiB folios from the pre-zeroed pool, so that QEMU (mem-path) and libvirt
+ * (memory_backing_dir) get guest RAM that is already zero when VFIO pins it.
+ *
+ *   mount -t zeropinfs -o size=SIZE,mode=MODE,uid=UID,gid=GID none DIR
+ *
+ * Memory comes in whole 2 MiB blocks: ftruncate and fallocate take only
+ * multiples of 2 MiB (EINVAL otherwise), so truncation and hole punching
+ * always drop whole folios and a 2 MiB-aligned mapping maps each folio with
+ * a single PMD. write() extends a file to exactly where it ends, as on any
+ * filesystem, but still takes a whole block for it; a folio that crosses
+ * such an EOF is mapped with PTEs. MAP_SHARED and MAP_PRIVATE (copy-on-write
+ * into 4 KiB private copies) both work. Access past EOF raises SIGBUS.
+ *
+ * Locking: inode_lock serialises size changes, writes and fallocate;
+ * mapping->invalidate_lock is taken shared by faults that add folios and
+ * exclusively by truncation and hole punching, so that used_blocks, kept
+ * from the page cache's nrpages, is exact.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": zeropinfs: " fmt
+
+#include <linux/fs.h>
+#include <linux/falloc.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/huge_mm.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/pagemap.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/statfs.h>
+#include <linux/uio.h>
+
+#include "compat.h"
+#include "pool.h"
+#include "zfs.h"
+
+/* How hard a fault may try for a block when the pool is empty: reclaim and
+ * compact, but fail (SIGBUS/ENOMEM) rather than invoke the OOM killer. */
+#define ZFS_GFP_SYNC	(GFP_HIGHUSER | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+/* Without size=, a mount may hold half of RAM, as tmpfs does. */
+#define ZFS_DEFAULT_SHARE 2
+
+struct zfs_sb_info {
+	unsigned long max_blocks;	/* size= in 2 MiB blocks */
+	atomic_long_t used_blocks;	/* blocks in this mount's files */
+};
+
+struct zfs_fs_context {
+	unsigned long long size;	/* bytes; 0 when size= was not given */
+	umode_t mode;			/* of the root directory */
+	kuid_t uid;			/* owner of the root directory */
+	kgid_t gid;			/* group of the root directory */
+};
+
+static const struct inode_operations zfs_dir_iops;
+static const struct inode_operations zfs_file_iops;
+static const struct file_operations zfs_file_fops;
+static const struct address_space_operations zfs_aops;
+static const struct super_operations zfs_sops;
+
+static struct zfs_sb_info *ZFS_SB(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+/* --- blocks: charge the mount, take from the pool, add to page cache --- */
+
+static bool charge_block(struct zfs_sb_info *sbi)
+{
+	long used = atomic_long_inc_return(&sbi->used_blocks);
+
+	if (used <= sbi->max_blocks)
+		return true;
+	atomic_long_dec(&sbi->used_blocks);
+	return false;
+}
+
+static void uncharge_pages(struct super_block *sb, unsigned long pages)
+{
+	atomic_long_sub(pages / ZP_BLOCK_PAGES, &ZFS_SB(sb)->used_blocks);
+}
+
+/*
+ * The locked folio holding index, allocated from the pool if the file has
+ * none there yet. Returns 0 with *out referenced and locked, or -ENOSPC
+ * (mount full) / -ENOMEM. Caller holds inode_lock or invalidate_lock
+ * (shared), which keeps truncation out.
+ */
+static int zfs_get_folio(struct inode *inode, pgoff_t index, struct folio **out)
+{
+	struct address_space *mapping = inode->i_mapping;
+	struct folio *folio;
+	int ret;
+
+	for (;;) {
+		folio = zp_filemap_lookup(mapping, index, FGP_LOCK);
+		if (folio)
+			break;
+		if (!charge_block(ZFS_SB(inode->i_sb)))
+			return -ENOSPC;
+		folio = zp_pool_get(numa_node_id(), ZFS_GFP_SYNC);
+		if (!folio) {
+			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+			return -ENOMEM;
+		}
+		folio_mark_uptodate(folio);
+		ret = filemap_add_folio(mapping, folio, round_down(index, ZP_BLOCK_PAGES),
+					GFP_KERNEL);
+		if (!ret)
+			break;
+		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+		zp_pool_put_unused(folio);
+		if (ret != -EEXIST)
+			return ret;
+	}
+	*out = folio;
+	return 0;
+}
+
+/* The page cache let go of a folio (truncate, hole punch, eviction). */
+static void zfs_free_folio(struct folio *folio)
+{
+	zp_pool_note_released(folio);
+}
+
+static const struct address_space_operations zfs_aops = {
+	.dirty_folio	= noop_dirty_folio,	/* RAM: nothing to write back */
+	.free_folio	= zfs_free_folio,
+};
+
+/* --- inodes --- */
+
+static struct inode *zfs_get_inode(struct super_block *sb, const struct inode *dir,
+				   umode_t mode)
+{
+	struct inode *inode = new_inode(sb);
+
+	if (!inode)
+		return NULL;
+	inode->i_ino = get_next_ino();
+	inode_init_owner(ZP_NOP_IDMAP, inode, dir, mode);
+	inode->i_mapping->a_ops = &zfs_aops;
+	mapping_set_gfp_mask(inode->i_mapping, GFP_HIGHUSER);
+	mapping_set_unevictable(inode->i_mapping);
+	mapping_set_large_folios(inode->i_mapping);
+	zp_inode_init_times(inode);
+	if (S_ISDIR(mode)) {
+		inode->i_op = &zfs_dir_iops;
+		inode->i_fop = &simple_dir_operations;
+		inc_nlink(inode);	/* "." */
+	} else {
+		inode->i_op = &zfs_file_iops;
+		inode->i_fop = &zfs_file_fops;
+	}
+	return inode;
+}
+
+static int zfs_new_entry(struct inode *dir, struct dentry *dentry, umode_t mode)
+{
+	struct inode *inode = zfs_get_inode(dir->i_sb, dir, mode);
+
+	if (!inode)
+		return -ENOSPC;
+	d_instantiate(dentry, inode);
+	dget(dentry);		/* pinned in the dcache, as on ramfs */
+	zp_inode_touch(dir);
+	return 0;
+}
+
+static int zfs_create(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry,
+		      umode_t mode, bool excl)
+{
+	return zfs_new_entry(dir, dentry, (mode & ~S_IFMT) | S_IFREG);
+}
+
+static int zfs_mkdir(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry,
+		     umode_t mode)
+{
+	int ret = zfs_new_entry(dir, dentry, (mode & ~S_IFMT) | S_IFDIR);
+
+	if (!ret)
+		inc_nlink(dir);	/* the new directory's ".." */
+	return ret;
+}
+
+/* Last reference to a file: its blocks leave the page cache. */
+static void zfs_evict_inode(struct inode *inode)
+{
+	unsigned long pages = inode->i_mapping->nrpages;
+
+	truncate_inode_pages_final(&inode->i_data);
+	uncharge_pages(inode->i_sb, pages);
+	clear_inode(inode);
+}
+
+/* Shrink or grow to new_size (a multiple of 2 MiB). Caller holds inode_lock. */
+static void zfs_resize(struct inode *inode, loff_t new_size)
+{
+	struct address_space *mapping = inode->i_mapping;
+	unsigned long before;
+
+	filemap_invalidate_lock(mapping);
+	before = mapping->nrpages;
+	truncate_setsize(inode, new_size);
+	uncharge_pages(inode->i_sb, before - mapping->nrpages);
+	filemap_invalidate_unlock(mapping);
+	zp_inode_touch(inode);
+}
+
+static int zfs_setattr(zp_idmap_t *idmap, struct dentry *dentry, struct iattr *attr)
+{
+	struct inode *inode = d_inode(dentry);
+	int ret;
+
+	ret = setattr_prepare(idmap, dentry, attr);
+	if (ret)
+		return ret;
+	if (attr->ia_valid & ATTR_SIZE) {
+		if (!IS_ALIGNED(attr->ia_size, ZP_BLOCK_SIZE))
+			return -EINVAL;
+		ret = inode_newsize_ok(inode, attr->ia_size);
+		if (ret)
+			return ret;
+		if (attr->ia_size != i_size_read(inode))
+			zfs_resize(inode, attr->ia_size);
+	}
+	setattr_copy(idmap, inode, attr);
+	return 0;
+}
+
+static const struct inode_operations zfs_dir_iops = {
+	.create		= zfs_create,
+	.lookup		= simple_lookup,
+	.link		= simple_link,
+	.unlink		= simple_unlink,
+	.mkdir		= zfs_mkdir,
+	.rmdir		= simple_rmdir,
+	.rename		= simple_rename,
+	.setattr	= zfs_setattr,
+};
+
+static const struct inode_operations zfs_file_iops = {
+	.setattr	= zfs_setattr,
+};
+
+/* --- file I/O --- */
+
+/* Copy one page's worth out of the file; holes read as zero. */
+static size_t read_chunk(struct address_space *mapping, loff_t pos, size_t len,
+			 struct iov_iter *to)
+{
+	pgoff_t index = pos >> PAGE_SHIFT;
+	struct folio *folio = zp_filemap_lookup(mapping, index, 0);
+	size_t copied;
+
+	if (!folio)
+		return iov_iter_zero(len, to);
+	copied = copy_page_to_iter(folio_file_page(folio, index), offset_in_page(pos), len, to);
+	folio_put(folio);
+	return copied;
+}
+
+static ssize_t zfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	loff_t pos = iocb->ki_pos, size = i_size_read(inode);
+	ssize_t done = 0;
+
+	while (iov_iter_count(to) && pos < size) {
+		size_t len = min3((size_t)(PAGE_SIZE - offset_in_page(pos)),
+				  (size_t)(size - pos), iov_iter_count(to));
+		size_t copied = read_chunk(inode->i_mapping, pos, len, to);
+
+		pos += copied;
+		done += copied;
+		if (copied < len) {
+			if (!done)
+				return -EFAULT;
+			break;
+		}
+		cond_resched();
+	}
+	iocb->ki_pos = pos;
+	file_accessed(iocb->ki_filp);
+	return done;
+}
+
+/* Copy one page's worth into the file, allocating its block if needed.
+ * Caller holds inode_lock; the folio is not kept locked while copying,
+ * so a source buffer mapped from this very file cannot deadlock. */
+static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
+			   struct iov_iter *from)
+{
+	pgoff_t index = pos >> PAGE_SHIFT;
+	struct folio *folio;
+	size_t copied;
+	int ret;
+
+	ret = zfs_get_folio(inode, index, &folio);
+	if (ret)
+		return ret;
+	folio_unlock(folio);
+	copied = copy_page_from_iter(folio_file_page(folio, index), offset_in_page(pos), len, from);
+	folio_put(folio);
+	return copied;
+}
+
+static ssize_t zfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	ssize_t ret, done = 0;
+	loff_t pos;
+
+	inode_lock(inode);
+	ret = generic_write_checks(iocb, from);
+	if (ret <= 0)
+		goto out;
+	ret = file_remove_privs(iocb->ki_filp);
+	if (ret)
+		goto out;
+	pos = iocb->ki_pos;
+	while (iov_iter_count(from)) {
+		size_t len = min_t(size_t, PAGE_SIZE - offset_in_page(pos), iov_iter_count(from));
+
+		ret = write_chunk(inode, pos, len, from);
+		if (ret <= 0) {
+			if (!ret)
+				ret = -EFAULT;
+			break;
+		}
+		pos += ret;
+		done += ret;
+		if (ret < len)
+			break;
+		cond_resched();
+	}
+	if (done) {
+		if (pos > i_size_read(inode))
+			i_size_write(inode, pos);
+		iocb->ki_pos = pos;
+		zp_inode_touch(inode);
+		ret = done;
+	}
+out:
+	inode_unlock(inode);
+	return ret;
+}
+
+static int zfs_punch_hole(struct inode *inode, loff_t offset, loff_t len)
+{
+	struct address_space *mapping = inode->i_mapping;
+	unsigned long before;
+
+	filemap_invalidate_lock(mapping);
+	before = mapping->nrpages;
+	truncate_pagecache_range(inode, offset, offset + len - 1);
+	uncharge_pages(inode->i_sb, before - mapping->nrpages);
+	filemap_invalidate_unlock(mapping);
+	return 0;
+}
+
+static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len)
+{
+	loff_t pos, end = offset + len;
+	struct folio *folio;
+	int ret;
+
+	ret = inode_newsize_ok(inode, end);
+	if (ret)
+		return ret;
+	for (pos = offset; pos < end; pos += ZP_BLOCK_SIZE) {
+		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, &folio);
+		if (ret)
+			return ret;
+		folio_unlock(folio);
+		folio_put(folio);
+		cond_resched();
+	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > i_size_read(inode))
+		i_size_write(inode, end);
+	return 0;
+}
+
+static long zfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
+{
+	struct inode *inode = file_inode(file);
+	long ret;
+
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if (!IS_ALIGNED(offset, ZP_BLOCK_SIZE) || !IS_ALIGNED(len, ZP_BLOCK_SIZE))
+		return -EINVAL;
+	inode_lock(inode);
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		ret = zfs_punch_hole(inode, offset, len);
+	else
+		ret = zfs_allocate(inode, mode, offset, len);
+	if (!ret)
+		zp_inode_touch(inode);
+	inode_unlock(inode);
+	return ret;
+}
+
+/* --- mmap --- */
+
+/*
+ * A fault hands the core the locked, referenced folio; finish_fault() maps
+ * a whole 2 MiB folio with one PMD when the address and offset line up.
+ */
+static vm_fault_t zfs_fault(struct vm_fault *vmf)
+{
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+	struct address_space *mapping = inode->i_mapping;
+	struct folio *folio;
+	int ret;
+
+	if (vmf->pgoff >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))
+		return VM_FAULT_SIGBUS;
+	filemap_invalidate_lock_shared(mapping);
+	ret = zfs_get_folio(inode, vmf->pgoff, &folio);
+	filemap_invalidate_unlock_shared(mapping);
+	if (ret)
+		return ret == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+	if (unlikely(folio->mapping != mapping ||
+		     vmf->pgoff >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))) {
+		folio_unlock(folio);
+		folio_put(folio);
+		return VM_FAULT_SIGBUS;		/* truncated under us */
+	}
+	vmf->page = folio_file_page(folio, vmf->pgoff);
+	return VM_FAULT_LOCKED;
+}
+
+static const struct vm_operations_struct zfs_vm_ops = {
+	.fault		= zfs_fault,
+	.map_pages	= filemap_map_pages,	/* maps present folios, PMDs included */
+};
+
+static int zfs_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	file_accessed(file);
+	vma->vm_ops = &zfs_vm_ops;
+	return 0;
+}
+
+static const struct file_operations zfs_file_fops = {
+	.read_iter		= zfs_read_iter,
+	.write_iter		= zfs_write_iter,
+	.mmap			= zfs_mmap,
+	.get_unmapped_area	= thp_get_unmapped_area,	/* 2 MiB-aligned */
+	.fallocate		= zfs_fallocate,
+	.llseek			= generic_file_llseek,
+	.fsync			= noop_fsync,
+};
+
+/* --- superblock --- */
+
+static int zfs_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct zfs_sb_info *sbi = ZFS_SB(dentry->d_sb);
+	unsigned long used = atomic_long_read(&sbi->used_blocks);
+
+	buf->f_type = ZEROPINFS_MAGIC;
+	buf->f_bsize = PAGE_SIZE;
+	buf->f_namelen = NAME_MAX;
+	buf->f_blocks = sbi->max_blocks * ZP_BLOCK_PAGES;
+	buf->f_bfree = buf->f_bavail = (sbi->max_blocks - min(used, sbi->max_blocks)) *
+				       ZP_BLOCK_PAGES;
+	return 0;
+}
+
+static int zfs_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct zfs_sb_info *sbi = ZFS_SB(root->d_sb);
+	struct inode *inode = d_inode(root);
+
+	seq_printf(m, ",size=%luk", sbi->max_blocks * (ZP_BLOCK_SIZE >> 10));
+	seq_printf(m, ",mode=%o", inode->i_mode & 07777);
+	if (!uid_eq(inode->i_uid, GLOBAL_ROOT_UID))
+		seq_printf(m, ",uid=%u", from_kuid_munged(&init_user_ns, inode->i_uid));
+	if (!gid_eq(inode->i_gid, GLOBAL_ROOT_GID))
+		seq_printf(m, ",gid=%u", from_kgid_munged(&init_user_ns, inode->i_gid));
+	return 0;
+}
+
+static const struct super_operations zfs_sops = {
+	.statfs		= zfs_statfs,
+	.drop_inode	= generic_delete_inode,
+	.evict_inode	= zfs_evict_inode,
+	.show_options	= zfs_show_options,
+};
+
+/* --- mount options --- */
+
+enum { OPT_SIZE, OPT_MODE, OPT_UID, OPT_GID };
+
+static const struct fs_parameter_spec zfs_params[] = {
+	fsparam_string("size", OPT_SIZE),
+	fsparam_u32oct("mode", OPT_MODE),
+	fsparam_u32("uid", OPT_UID),
+	fsparam_u32("gid", OPT_GID),
+	{}
+};
+
+static int parse_size(struct fs_context *fc, const char *s, unsigned long long *size)
+{
+	char *rest;
+
+	*size = memparse(s, &rest);
+	if (*rest || !*s)
+		return invalfc(fc, "size=%s: not a number (K, M, G, T suffixes allowed)", s);
+	if (!*size || !IS_ALIGNED(*size, ZP_BLOCK_SIZE))
+		return invalfc(fc, "size=%s: must be a non-zero multiple of 2 MiB", s);
+	return 0;
+}
+
+static int zfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct zfs_fs_context *ctx = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, zfs_params, param, &result);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case OPT_SIZE:
+		return parse_size(fc, param->string, &ctx->size);
+	case OPT_MODE:
+		if (result.uint_32 & ~07777)
+			return invalfc(fc, "mode=%o: not a permission mode", result.uint_32);
+		ctx->mode = result.uint_32;
+		return 0;
+	case OPT_UID:
+		ctx->uid = make_kuid(current_user_ns(), result.uint_32);
+		if (!uid_valid(ctx->uid))
+			return invalfc(fc, "uid=%u: not a valid user", result.uint_32);
+		return 0;
+	case OPT_GID:
+		ctx->gid = make_kgid(current_user_ns(), result.uint_32);
+		if (!gid_valid(ctx->gid))
+			return invalfc(fc, "gid=%u: not a valid group", result.uint_32);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static unsigned long default_blocks(void)
+{
+	return (totalram_pages() / ZFS_DEFAULT_SHARE) / ZP_BLOCK_PAGES;
+}
+
+static int zfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct zfs_fs_context *ctx = fc->fs_private;
+	struct zfs_sb_info *sbi;
+	struct inode *root;
+
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	sbi->max_blocks = ctx->size ? ctx->size / ZP_BLOCK_SIZE : default_blocks();
+	sb->s_fs_info = sbi;
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_magic = ZEROPINFS_MAGIC;
+	sb->s_op = &zfs_sops;
+	sb->s_time_gran = 1;
+	root = zfs_get_inode(sb, NULL, S_IFDIR | ctx->mode);
+	if (!root)
+		return -ENOMEM;
+	root->i_uid = ctx->uid;
+	root->i_gid = ctx->gid;
+	sb->s_root = d_make_root(root);
+	return sb->s_root ? 0 : -ENOMEM;
+}
+
+static int zfs_get_tree(struct fs_context *fc)
+{
+	return get_tree_nodev(fc, zfs_fill_super);
+}
+
+/* remount: only size= changes, and never below what the files hold. */
+static int zfs_reconfigure(struct fs_context *fc)
+{
+	struct zfs_fs_context *ctx = fc->fs_private;
+	struct zfs_sb_info *sbi = ZFS_SB(fc->root->d_sb);
+
+	if (!ctx->size)
+		return 0;
+	if (ctx->size / ZP_BLOCK_SIZE < atomic_long_read(&sbi->used_blocks))
+		return invalfc(fc, "size: smaller than what the files already use");
+	sbi->max_blocks = ctx->size / ZP_BLOCK_SIZE;
+	return 0;
+}
+
+static void zfs_free_fc(struct fs_context *fc)
+{
+	kfree(fc->fs_private);
+}
+
+static const struct fs_context_operations zfs_context_ops = {
+	.free		= zfs_free_fc,
+	.parse_param	= zfs_parse_param,
+	.get_tree	= zfs_get_tree,
+	.reconfigure	= zfs_reconfigure,
+};
+
+static int zfs_init_fs_context(struct fs_context *fc)
+{
+	struct zfs_fs_context *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+
+	if (!ctx)
+		return -ENOMEM;
+	ctx->mode = 0755;
+	ctx->uid = current_fsuid();
+	ctx->gid = current_fsgid();
+	fc->fs_private = ctx;
+	fc->ops = &zfs_context_ops;
+	return 0;
+}
+
+static void zfs_kill_sb(struct super_block *sb)
+{
+	struct zfs_sb_info *sbi = ZFS_SB(sb);
+
+	kill_litter_super(sb);
+	WARN_ON(sbi && atomic_long_read(&sbi->used_blocks));
+	kfree(sbi);
+}
+
+static struct file_system_type zfs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "zeropinfs",
+	.init_fs_context	= zfs_init_fs_context,
+	.parameters		= zfs_params,
+	.kill_sb		= zfs_kill_sb,
+};
+MODULE_ALIAS_FS("zeropinfs");
+
+int zp_zfs_init(void)
+{
+	return register_filesystem(&zfs_type);
+}
+
+void zp_zfs_exit(void)
+{
+	unregister_filesystem(&zfs_type);
+}
