@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/* zeropin.c - see zeropin.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "vfio_edu.h"
+#include "zeropin.h"
+
+#define KSFT_FAIL 1
+
+static void fail(const char *what, int err)
+{
+	fprintf(stderr, "# %s: %s\n", what, strerror(-err));
+	exit(KSFT_FAIL);
+}
+
+int __zeropin_load(const char *params)
+{
+	int fd = open(ZEROPIN_KO, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+void zeropin_load(const char *params)
+{
+	int ret = __zeropin_load(params);
+
+	if (ret)
+		fail("load zeropin.ko", ret);
+}
+
+int __zeropin_unload(void)
+{
+	return syscall(SYS_delete_module, "zeropin", O_NONBLOCK) ? -errno : 0;
+}
+
+void zeropin_reset(void)
+{
+	umount2(ZFS_MNT, MNT_DETACH);
+	__zeropin_unload();
+}
+
+static int read_long(const char *path, long *val)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%ld", val) == 1;
+	fclose(f);
+	return ok ? 0 : -EINVAL;
+}
+
+long pool_read(const char *name)
+{
+	char path[256];
+	long val;
+	int ret;
+
+	snprintf(path, sizeof(path), ZEROPIN_POOL "/%s", name);
+	ret = read_long(path, &val);
+	return ret ? ret : val;
+}
+
+int __pool_write(const char *name, long value)
+{
+	char path[256], buf[32];
+	int fd, len, ret = 0;
+
+	snprintf(path, sizeof(path), ZEROPIN_POOL "/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%ld\n", value);
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+void pool_write(const char *name, long value)
+{
+	int ret = __pool_write(name, value);
+
+	if (ret)
+		fail(name, ret);
+}
+
+int pool_wait(const char *name, long want, int timeout_ms)
+{
+	double deadline = now_ms() + timeout_ms;
+
+	while (pool_read(name) != want) {
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(10 * 1000);
+	}
+	return 0;
+}
+
+long pool_counter(const char *name)
+{
+	char line[128], key[64];
+	long val, ret = -ENOENT;
+	FILE *f = fopen(ZEROPIN_COUNTERS, "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %ld", key, &val) == 2 && !strcmp(key, name))
+			ret = val;
+	fclose(f);
+	return ret;
+}
+
+int __zfs_mount(const char *dir, const char *opts)
+{
+	mkdir("/mnt", 0755);
+	mkdir(dir, 0755);
+	return mount("none", dir, "zeropinfs", 0, opts) ? -errno : 0;
+}
+
+void zfs_mount(const char *dir, const char *opts)
+{
+	int ret = __zfs_mount(dir, opts);
+
+	if (ret)
+		fail("mount zeropinfs", ret);
+}
+
+void zfs_umount(const char *dir)
+{
+	if (umount(dir))
+		fail("umount zeropinfs", -errno);
+}
+
+int zfs_create(const char *path, size_t size)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		fail(path, -errno);
+	if (ftruncate(fd, size))
+		fail("ftruncate", -errno);
+	return fd;
+}
+
+void *map_file(int fd, size_t size, int flags)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, fd, 0);
+
+	if (p == MAP_FAILED)
+		fail("mmap", -errno);
+	return p;
+}
+
+void touch_range(void *addr, size_t size, bool write)
+{
+	volatile uint8_t *p = addr;
+	size_t off;
+
+	for (off = 0; off < size; off += 4096) {
+		if (write)
+			p[off] = p[off];
+		else
+			(void)p[off];
+	}
+}
+
+bool all_bytes(const void *p, int c, size_t len)
+{
+	const uint64_t *w = p;
+	uint64_t want = 0x0101010101010101ull * (uint8_t)c;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] != want)
+			return false;
+	for (i = len & ~7ul; i < len; i++)
+		if (((const uint8_t *)p)[i] != (uint8_t)c)
+			return false;
+	return true;
+}
+
+long smaps_kb(const void *addr, const char *field)
+{
+	char line[512];
+	unsigned long start, end;
+	bool inside = false;
+	size_t flen = strlen(field);
+	long val = -ENOENT;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			inside = (uintptr_t)addr >= start && (uintptr_t)addr < end;
+			continue;
+		}
+		if (inside && !strncmp(line, field, flen) && line[flen] == ':') {
+			val = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * zeropin.h - drive zeropin.ko from tests: load/unload, pool knobs and
+ * counters, zeropinfs mounts, files and mappings.
+ * Same convention as vfio_edu.h: __foo() returns 0 or -errno, foo() exits
+ * the test with KSFT_FAIL on error.
+ */
+#ifndef ZEROPIN_TEST_H
+#define ZEROPIN_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ZEROPIN_KO	"/lib/zeropin/zeropin.ko"
+#define ZEROPIN_SYSFS	"/sys/kernel/zeropin"
+#define ZEROPIN_POOL	ZEROPIN_SYSFS "/pool"
+#define ZEROPIN_COUNTERS "/sys/kernel/debug/zeropin/pool_counters"
+#define ZFS_MNT		"/mnt/zeropinfs"
+#define SZ_2M		(2ul << 20)
+
+/* finit_module with a parameter string ("" for defaults). */
+int __zeropin_load(const char *params);
+void zeropin_load(const char *params);
+int __zeropin_unload(void);
+/* Unload if loaded, unmounting our test mount first: a clean start. */
+void zeropin_reset(void);
+
+/* /sys/kernel/zeropin/pool/NAME as a number, or a negative errno. */
+long pool_read(const char *name);
+int __pool_write(const char *name, long value);
+void pool_write(const char *name, long value);
+/* Poll pool/NAME until it equals want; 0, or -ETIMEDOUT. */
+int pool_wait(const char *name, long want, int timeout_ms);
+/* A counter from debugfs zeropin/pool_counters, or a negative errno. */
+long pool_counter(const char *name);
+
+int __zfs_mount(const char *dir, const char *opts);
+void zfs_mount(const char *dir, const char *opts);
+void zfs_umount(const char *dir);
+
+/* Create (O_RDWR, truncate) path and size it; returns the fd. */
+int zfs_create(const char *path, size_t size);
+/* mmap(NULL, size, RW, flags, fd, 0) or exit. */
+void *map_file(int fd, size_t size, int flags);
+/* Fault in one byte per 4 KiB page (write when write is set). */
+void touch_range(void *addr, size_t size, bool write);
+/* True when every byte is c. */
+bool all_bytes(const void *p, int c, size_t len);
+/* A field of /proc/self/smaps (e.g. "FilePmdMapped") for the vma holding
+ * addr, in kB; negative errno when not found. */
+long smaps_kb(const void *addr, const char *field);
+
+#endif /* ZEROPIN_TEST_H */

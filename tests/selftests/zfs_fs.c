@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zfs_fs - zeropinfs as a filesystem: files, directories, sizes in whole
+ * 2 MiB blocks, PMD-mapped folios, SIGBUS past EOF, hole punching,
+ * copy-on-write private mappings, clear errnos for every bad option, size
+ * and offset, memcg charging, and module unload refused while in use.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+
+#include "kselftest_harness.h"
+#include "zeropin.h"
+
+#define ZEROPINFS_MAGIC	0x7a70696e
+#define MOUNT_SIZE	(256ul << 20)
+#define FILE_SIZE	(64ul << 20)
+
+FIXTURE(zfs) {
+	int fd;		/* ZFS_MNT/file, FILE_SIZE bytes */
+};
+
+FIXTURE_SETUP(zfs)
+{
+	zeropin_reset();
+	zeropin_load("pool_mib=128");
+	zfs_mount(ZFS_MNT, "size=256M,mode=0755");
+	self->fd = zfs_create(ZFS_MNT "/file", FILE_SIZE);
+}
+
+FIXTURE_TEARDOWN(zfs)
+{
+	close(self->fd);
+	zeropin_reset();
+}
+
+static long used_kb(void)
+{
+	struct statfs st;
+
+	if (statfs(ZFS_MNT, &st))
+		return -errno;
+	return (long)(st.f_blocks - st.f_bfree) * (st.f_bsize / 1024);
+}
+
+TEST_F(zfs, statfs_reports_type_and_size)
+{
+	struct statfs st;
+
+	ASSERT_EQ(0, statfs(ZFS_MNT, &st));
+	EXPECT_EQ(ZEROPINFS_MAGIC, st.f_type);
+	EXPECT_EQ(MOUNT_SIZE, st.f_blocks * st.f_bsize);
+	EXPECT_EQ(0, used_kb());	/* ftruncate allocates nothing */
+}
+
+TEST_F(zfs, directories_rename_unlink)
+{
+	struct stat st;
+	int fd;
+
+	ASSERT_EQ(0, mkdir(ZFS_MNT "/d", 0700));
+	ASSERT_EQ(0, mkdir(ZFS_MNT "/d/e", 0700));
+	fd = zfs_create(ZFS_MNT "/d/e/f", SZ_2M);
+	close(fd);
+	ASSERT_EQ(0, rename(ZFS_MNT "/d/e/f", ZFS_MNT "/d/g"));
+	ASSERT_EQ(0, stat(ZFS_MNT "/d/g", &st));
+	EXPECT_EQ(SZ_2M, st.st_size);
+	EXPECT_EQ(-1, rmdir(ZFS_MNT "/d"));
+	EXPECT_EQ(ENOTEMPTY, errno);
+	ASSERT_EQ(0, unlink(ZFS_MNT "/d/g"));
+	ASSERT_EQ(0, rmdir(ZFS_MNT "/d/e"));
+	ASSERT_EQ(0, rmdir(ZFS_MNT "/d"));
+}
+
+TEST_F(zfs, write_read_back)
+{
+	char buf[8192], out[8192];
+	size_t i;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)(i * 7);
+	ASSERT_EQ(sizeof(buf), pwrite(self->fd, buf, sizeof(buf), SZ_2M - 4096));
+	ASSERT_EQ(sizeof(out), pread(self->fd, out, sizeof(out), SZ_2M - 4096));
+	EXPECT_EQ(0, memcmp(buf, out, sizeof(buf)));
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());	/* the write spans two blocks */
+	/* a hole reads as zero and allocates nothing */
+	ASSERT_EQ(sizeof(out), pread(self->fd, out, sizeof(out), 16 * SZ_2M));
+	EXPECT_TRUE(all_bytes(out, 0, sizeof(out)));
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());
+}
+
+TEST_F(zfs, write_past_eof_extends_exactly)
+{
+	struct stat st;
+
+	ASSERT_EQ(5, pwrite(self->fd, "hello", 5, FILE_SIZE));
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_EQ(FILE_SIZE + 5, st.st_size);
+}
+
+TEST_F(zfs, mapping_is_pmd_mapped)
+{
+	char *p = map_file(self->fd, FILE_SIZE, MAP_SHARED);
+
+	EXPECT_EQ(0, (uintptr_t)p % SZ_2M);	/* 2 MiB-aligned like tmpfs huge */
+	touch_range(p, FILE_SIZE, true);
+	EXPECT_EQ(FILE_SIZE / 1024, smaps_kb(p, "FilePmdMapped"));
+	EXPECT_TRUE(all_bytes(p, 0, FILE_SIZE));
+	munmap(p, FILE_SIZE);
+}
+
+TEST_F(zfs, shared_mapping_writes_reach_the_file)
+{
+	char *p = map_file(self->fd, FILE_SIZE, MAP_SHARED), out[4];
+
+	memcpy(p + SZ_2M + 100, "abcd", 4);
+	ASSERT_EQ(4, pread(self->fd, out, 4, SZ_2M + 100));
+	EXPECT_EQ(0, memcmp(out, "abcd", 4));
+	munmap(p, FILE_SIZE);
+}
+
+TEST_F(zfs, private_mapping_is_copy_on_write)
+{
+	char *p = map_file(self->fd, FILE_SIZE, MAP_PRIVATE), out[4];
+
+	ASSERT_EQ(4, pwrite(self->fd, "file", 4, 0));
+	EXPECT_EQ(0, memcmp(p, "file", 4));	/* sees the file ... */
+	memcpy(p, "priv", 4);			/* ... until it writes */
+	ASSERT_EQ(4, pread(self->fd, out, 4, 0));
+	EXPECT_EQ(0, memcmp(out, "file", 4));
+	EXPECT_EQ(0, memcmp(p, "priv", 4));
+	munmap(p, FILE_SIZE);
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* 1 when touching p raises SIGBUS, 0 when it does not. */
+static int touch_raises_sigbus(volatile char *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int hit = 0;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(sigbus_jmp, 1))
+		hit = 1;
+	else
+		(void)*p;
+	sigaction(SIGBUS, &old, NULL);
+	return hit;
+}
+
+TEST_F(zfs, sigbus_past_eof)
+{
+	char *p;
+
+	ASSERT_EQ(0, ftruncate(self->fd, SZ_2M));
+	p = map_file(self->fd, 2 * SZ_2M, MAP_SHARED);
+	EXPECT_EQ(0, touch_raises_sigbus(p + SZ_2M - 1));
+	EXPECT_EQ(1, touch_raises_sigbus(p + SZ_2M));
+	EXPECT_EQ(1, touch_raises_sigbus(p + 2 * SZ_2M - 1));
+	munmap(p, 2 * SZ_2M);
+}
+
+TEST_F(zfs, punch_hole_frees_and_reads_zero)
+{
+	char *p = map_file(self->fd, 4 * SZ_2M, MAP_SHARED);
+	long before;
+
+	memset(p, 0xab, 4 * SZ_2M);
+	before = used_kb();
+	EXPECT_EQ(4 * SZ_2M / 1024, before);
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       SZ_2M, 2 * SZ_2M));
+	EXPECT_EQ(before - 2 * SZ_2M / 1024, used_kb());
+	EXPECT_TRUE(all_bytes(p, 0xab, SZ_2M));
+	EXPECT_TRUE(all_bytes(p + SZ_2M, 0, 2 * SZ_2M));
+	EXPECT_TRUE(all_bytes(p + 3 * SZ_2M, 0xab, SZ_2M));
+	munmap(p, 4 * SZ_2M);
+}
+
+TEST_F(zfs, fallocate_allocates)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, fallocate(self->fd, 0, FILE_SIZE, 2 * SZ_2M));
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_EQ(FILE_SIZE + 2 * SZ_2M, st.st_size);
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_KEEP_SIZE, 0, SZ_2M));
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_EQ(FILE_SIZE + 2 * SZ_2M, st.st_size);
+	EXPECT_EQ(3 * SZ_2M / 1024, used_kb());
+}
+
+TEST_F(zfs, bad_sizes_and_offsets)
+{
+	EXPECT_EQ(-1, ftruncate(self->fd, SZ_2M + 4096));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, fallocate(self->fd, 0, 4096, SZ_2M));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, fallocate(self->fd, 0, 0, SZ_2M + 4096));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, fallocate(self->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, SZ_2M));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, fallocate(self->fd, FALLOC_FL_COLLAPSE_RANGE, 0, SZ_2M));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(-1, fallocate(self->fd, FALLOC_FL_ZERO_RANGE, 0, SZ_2M));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(-1, ftruncate(self->fd, -SZ_2M));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, used_kb());	/* nothing left behind */
+}
+
+TEST_F(zfs, mount_size_is_enforced)
+{
+	char *p;
+
+	/* more than the mount holds: ENOSPC, and what was taken stays counted */
+	EXPECT_EQ(-1, fallocate(self->fd, 0, 0, MOUNT_SIZE + SZ_2M));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(MOUNT_SIZE / 1024, used_kb());
+	EXPECT_EQ(-1, pwrite(self->fd, "x", 1, MOUNT_SIZE + SZ_2M));
+	EXPECT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, ftruncate(self->fd, MOUNT_SIZE + 2 * SZ_2M));
+	p = map_file(self->fd, MOUNT_SIZE + 2 * SZ_2M, MAP_SHARED);
+	EXPECT_EQ(1, touch_raises_sigbus(p + MOUNT_SIZE + SZ_2M));
+	munmap(p, MOUNT_SIZE + 2 * SZ_2M);
+	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	EXPECT_EQ(0, used_kb());
+}
+
+TEST_F(zfs, bad_mount_options)
+{
+	static const char *const bad[] = {
+		"size=3M", "size=0", "size=abc", "size=", "size=2M+", "mode=99999",
+		"mode=abc", "uid=4294967295", "gid=4294967295", "uid=x", "bogus=1", "bogus",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		EXPECT_EQ(-EINVAL, __zfs_mount("/mnt/zfs-bad", bad[i])) TH_LOG("%s", bad[i]);
+	EXPECT_EQ(0, __zfs_mount("/mnt/zfs-ok", "size=2M,mode=1777,uid=1000,gid=1000"));
+	EXPECT_EQ(0, umount("/mnt/zfs-ok"));
+}
+
+TEST_F(zfs, mount_options_apply)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, __zfs_mount("/mnt/zfs-opts", "size=4M,mode=1770,uid=1000,gid=2000"));
+	ASSERT_EQ(0, stat("/mnt/zfs-opts", &st));
+	EXPECT_EQ(01770, st.st_mode & 07777);
+	EXPECT_EQ(1000, st.st_uid);
+	EXPECT_EQ(2000, st.st_gid);
+	EXPECT_EQ(0, umount("/mnt/zfs-opts"));
+}
+
+/* delete_module(O_NONBLOCK) answers EWOULDBLOCK (EAGAIN) while in use. */
+TEST_F(zfs, unload_refused_while_mounted_or_mapped)
+{
+	char *p = map_file(self->fd, SZ_2M, MAP_SHARED);
+
+	p[0] = 1;
+	EXPECT_EQ(-EAGAIN, __zeropin_unload());
+	ASSERT_EQ(0, umount2(ZFS_MNT, MNT_DETACH));
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(-EAGAIN, __zeropin_unload());	/* still mapped */
+	munmap(p, SZ_2M);
+	EXPECT_EQ(0, __zeropin_unload());
+	EXPECT_EQ(-1, access(ZEROPIN_SYSFS, F_OK));
+}
+
+/* Folios are charged to the memory cgroup of the task that faults them. */
+TEST_F(zfs, faults_charge_the_memcg)
+{
+	char cg[] = "/sys/fs/cgroup/zfs-test", path[128], buf[32];
+	long current;
+	char *p;
+	FILE *f;
+	int fd;
+
+	mkdir("/sys/fs/cgroup", 0755);
+	if (mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL) && errno != EBUSY)
+		SKIP(return, "no cgroup2: %s", strerror(errno));
+	fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
+	ASSERT_LE(0, fd);
+	write(fd, "+memory", 7);
+	close(fd);
+	ASSERT_EQ(0, mkdir(cg, 0755) && errno != EEXIST);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	fd = open(path, O_WRONLY);
+	ASSERT_LE(0, fd);
+	snprintf(buf, sizeof(buf), "%d", getpid());
+	ASSERT_LT(0, write(fd, buf, strlen(buf)));
+	close(fd);
+	p = map_file(self->fd, FILE_SIZE, MAP_SHARED);
+	touch_range(p, FILE_SIZE, true);
+	snprintf(path, sizeof(path), "%s/memory.current", cg);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(1, fscanf(f, "%ld", &current));
+	fclose(f);
+	EXPECT_LE(FILE_SIZE, current);
+	munmap(p, FILE_SIZE);
+}
+
+TEST_HARNESS_MAIN
