@@ -37,7 +37,8 @@ static inline struct folio *zp_filemap_lookup(struct address_space *mapping,
 	return IS_ERR_OR_NULL(folio) ? NULL : folio;
 }
 
-/* --- shrinkers: allocated objects since 6.7, static structs before --- */
+/* --- shrinkers: allocated objects since 6.7, static structs before.
+ * NUMA-aware: count and scan are asked per node (sc->nid). --- */
 static inline struct shrinker *
 zp_shrinker_create(const char *name,
 		   unsigned long (*count)(struct shrinker *, struct shrink_control *),
@@ -45,7 +46,7 @@ zp_shrinker_create(const char *name,
 {
 	struct shrinker *s;
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
-	s = shrinker_alloc(0, "%s", name);
+	s = shrinker_alloc(SHRINKER_NUMA_AWARE, "%s", name);
 	if (!s)
 		return ERR_PTR(-ENOMEM);
 	s->count_objects = count;
@@ -60,6 +61,7 @@ zp_shrinker_create(const char *name,
 	s->count_objects = count;
 	s->scan_objects = scan;
 	s->seeks = DEFAULT_SEEKS;
+	s->flags = SHRINKER_NUMA_AWARE;
 	ret = register_shrinker(s, "%s", name);
 	if (ret) {
 		kfree(s);
