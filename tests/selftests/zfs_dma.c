@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zfs_dma - VFIO pins zeropinfs memory: stock type1 maps a never-touched
+ * zeropinfs file (QEMU's memory-backend-file, share=on), the edu device
+ * reaches it by DMA, and memory truncated out of a file while pinned is
+ * never handed out again before UNMAP_DMA lets go of it.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <linux/vfio.h>
+
+#include "kselftest_harness.h"
+#include "vfio_edu.h"
+#include "zeropin.h"
+
+#define IOVA_BASE	0x100000000ull
+#define PINNED_SIZE	(8ul << 20)
+/* New files allocated while the truncated memory is pinned: several times
+ * the pinned size, and more than the pool holds, so the page allocator's
+ * freshest blocks are handed out too. */
+#define AFTER_SIZE	(96ul << 20)
+#define PATTERN		0x3c
+
+FIXTURE(zfs_dma) {
+	struct edu edu;
+	int container;
+};
+
+FIXTURE_SETUP(zfs_dma)
+{
+	zeropin_reset();
+	zeropin_load("pool_mib=32");
+	zfs_mount(ZFS_MNT, "size=512M");
+	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
+}
+
+FIXTURE_TEARDOWN(zfs_dma)
+{
+	edu_close(&self->edu);
+	close(self->container);
+	zeropin_reset();
+}
+
+/* Physical frame of the page at addr (root reads PFNs from pagemap). */
+static uint64_t pfn_of(const void *addr)
+{
+	uint64_t entry = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &entry, 8, (uintptr_t)addr / 4096 * 8) != 8)
+		entry = 0;
+	close(fd);
+	return (entry & (1ull << 63)) ? entry & ((1ull << 55) - 1) : 0;
+}
+
+TEST_F(zfs_dma, type1_maps_never_touched_file_memory)
+{
+	size_t size = 32ul << 20;
+	int fd = zfs_create(ZFS_MNT "/ram", size);
+	void *p = map_file(fd, size, MAP_SHARED);
+
+	vfio_map(self->container, p, IOVA_BASE, size);
+	/* GUP faulted every folio in with a PMD and pinned it whole */
+	EXPECT_EQ(size / 1024, smaps_kb(p, "FilePmdMapped"));
+	EXPECT_EQ(size >> 20, pool_read("inuse_mib"));
+	edu_verify(&self->edu, p, IOVA_BASE, size);
+	vfio_unmap(self->container, IOVA_BASE, size);
+	munmap(p, size);
+	close(fd);
+}
+
+TEST_F(zfs_dma, truncated_while_pinned_is_not_reused)
+{
+	uint64_t pinned[PINNED_SIZE / SZ_2M];
+	long returned0 = pool_counter("returned");
+	uint8_t *p, *q, chunk[EDU_DMA_MAX];
+	size_t i, j;
+	int fd, fd2;
+
+	fd = zfs_create(ZFS_MNT "/pinned", PINNED_SIZE);
+	p = map_file(fd, PINNED_SIZE, MAP_SHARED);
+	vfio_map(self->container, p, IOVA_BASE, PINNED_SIZE);
+	edu_verify(&self->edu, p, IOVA_BASE, PINNED_SIZE);
+	for (i = 0; i < PINNED_SIZE / SZ_2M; i++)
+		pinned[i] = pfn_of(p + i * SZ_2M);
+	ASSERT_NE(0, pinned[0]);
+	munmap(p, PINNED_SIZE);
+
+	/* The file lets go of its folios; the IOMMU mapping still holds them. */
+	ASSERT_EQ(0, ftruncate(fd, 0));
+	EXPECT_EQ(returned0 + PINNED_SIZE / SZ_2M, pool_counter("returned"));
+	EXPECT_EQ(0, pool_read("inuse_mib"));
+
+	/* Everything handed out now is zero and none of it is pinned memory. */
+	fd2 = zfs_create(ZFS_MNT "/after", AFTER_SIZE);
+	q = map_file(fd2, AFTER_SIZE, MAP_SHARED);
+	ASSERT_TRUE(all_bytes(q, 0, AFTER_SIZE));
+	for (i = 0; i < AFTER_SIZE / SZ_2M; i++)
+		for (j = 0; j < PINNED_SIZE / SZ_2M; j++)
+			ASSERT_NE(pinned[j], pfn_of(q + i * SZ_2M)) TH_LOG("block %zu reused", i);
+
+	/* The device still reaches the orphaned memory, and only it. */
+	memset(chunk, PATTERN, sizeof(chunk));
+	memcpy(q, chunk, sizeof(chunk));
+	vfio_map(self->container, q, IOVA_BASE + PINNED_SIZE, SZ_2M);
+	ASSERT_EQ(0, __edu_dma(&self->edu, IOVA_BASE + PINNED_SIZE, sizeof(chunk), false));
+	memset(q, 0, sizeof(chunk));
+	ASSERT_EQ(0, __edu_dma(&self->edu, IOVA_BASE + 4096, sizeof(chunk), true));
+	ASSERT_EQ(0, __edu_dma(&self->edu, IOVA_BASE + 4096, sizeof(chunk), false));
+	ASSERT_EQ(0, __edu_dma(&self->edu, IOVA_BASE + PINNED_SIZE, sizeof(chunk), true));
+	EXPECT_EQ(0, memcmp(q, chunk, sizeof(chunk)));	/* round trip via orphan */
+	EXPECT_TRUE(all_bytes(q + SZ_2M, 0, AFTER_SIZE - SZ_2M));
+	vfio_unmap(self->container, IOVA_BASE + PINNED_SIZE, SZ_2M);
+	vfio_unmap(self->container, IOVA_BASE, PINNED_SIZE);
+	munmap(q, AFTER_SIZE);
+	close(fd2);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
