@@ -7,6 +7,10 @@
  * USAGE: map_bench [--driver type1] [--sizes 256,1024] [--reps 3]
  *                  [--backings anon4k,thp,hugetlb2m] [--states cold,warm]
  *
+ * The zeropinfs backing needs zeropin.ko loaded and a zeropinfs mount at
+ * /mnt/zeropinfs; its "cold" rows wait for the pool to hold the whole
+ * buffer as zero blocks first (a warm pool, as on a host between VMs).
+ *
  * Beside each time it records counts that do not depend on the clock: the
  * ioctls issued, the bytes mapped, the page faults taken inside MAP_DMA
  * (the task's minor faults, THP allocations from /proc/vmstat, hugetlb
@@ -25,9 +29,12 @@
 
 #include "backing.h"
 #include "vfio_edu.h"
+#include "zeropin.h"
 
 #define IOVA_BASE 0x100000000ull
 #define MAX_LIST 8
+/* Zeroing 4 GiB at TCG's ~0.4 GB/s takes ~10 s; leave a wide margin. */
+#define POOL_FILL_TIMEOUT_MS 120000
 
 struct options {
 	const char *driver;			/* "type1" (later also "zeropin") */
@@ -45,6 +52,8 @@ struct counters {
 	long hugetlb_free;		/* HugePages_Free (2 MiB pages) */
 	long thp_fault_alloc;		/* /proc/vmstat */
 	long minflt;			/* this task's minor faults */
+	long pool_zeroed_sync;		/* zeropin blocks zeroed on a fault's path */
+	long pool_handed_zero;		/* zeropin blocks handed out already zero */
 };
 
 static long file_value(const char *path, const char *key)
@@ -74,6 +83,8 @@ static void read_counters(struct counters *c)
 	c->thp_fault_alloc = file_value("/proc/vmstat", "thp_fault_alloc");
 	getrusage(RUSAGE_SELF, &ru);
 	c->minflt = ru.ru_minflt;
+	c->pool_zeroed_sync = pool_counter("zeroed_sync");	/* <0: no zeropin */
+	c->pool_handed_zero = pool_counter("handed_zero");
 }
 
 static void emit(const struct options *o, enum backing b, bool warm,
@@ -88,22 +99,45 @@ static void emit(const struct options *o, enum backing b, bool warm,
 	/* 4K faults: what is left once the huge ones are taken out (6.1 does
 	 * not count hugetlb GUP faults in the task's minflt, 6.12 does) */
 	long small = faults - thp - huge > 0 ? faults - thp - huge : 0;
-	/* every fault inside MAP_DMA allocated a page and zeroed it */
-	double zeroed_mib = (thp + huge) * 2.0 + small * 4.0 / 1024;
+	long pool_sync = before->pool_zeroed_sync < 0 ? 0 :
+			 after->pool_zeroed_sync - before->pool_zeroed_sync;
+	long pool_zero = before->pool_handed_zero < 0 ? 0 :
+			 after->pool_handed_zero - before->pool_handed_zero;
+	/* every anonymous or hugetlb fault inside MAP_DMA allocated a page and
+	 * zeroed it; zeropinfs faults zero only what the pool had not */
+	double zeroed_mib = b == BACKING_ZEROPINFS ? pool_sync * 2.0 :
+			    (thp + huge) * 2.0 + small * 4.0 / 1024;
 	const char *kernel = getenv("LAB_KERNEL");
 
 	uname(&u);
-	printf("{\"kernel\":\"%s\",\"kernel_release\":\"%s\",\"driver\":\"%s\","
+	printf("{\"bench\":\"map\",\"kernel\":\"%s\",\"kernel_release\":\"%s\",\"driver\":\"%s\","
 	       "\"backing\":\"%s\",\"state\":\"%s\",\"size_mib\":%lu,\"rep\":%d,"
 	       "\"map_ms\":%.3f,\"unmap_ms\":%.3f,\"edu_verify\":\"%s\","
 	       "\"map_ioctls\":1,\"unmap_ioctls\":1,\"bytes_mapped\":%llu,"
 	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
-	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f}\n",
+	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f,"
+	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld}\n",
 	       kernel ? kernel : "?", u.release, o->driver, backing_name(b),
 	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
 	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
-	       faults, thp, huge, zeroed_mib);
+	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync);
 	fflush(stdout);
+}
+
+/* Wait until the pool holds at least mib of zero blocks (it refills in
+ * idle time after the previous measurement gave its blocks back). */
+static int pool_fill(unsigned long mib)
+{
+	double deadline = now_ms() + POOL_FILL_TIMEOUT_MS;
+
+	if (pool_read("target_mib") < (long)mib)
+		pool_write("target_mib", mib);
+	while (pool_read("zero_mib") < (long)mib) {
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(20 * 1000);
+	}
+	return 0;
 }
 
 /* One measurement: fresh buffer, (touch), map, verify, unmap, free. */
@@ -115,6 +149,8 @@ static int measure(const struct options *o, struct edu *e, int container,
 	double t0, map_ms, unmap_ms;
 	int ret, verify;
 
+	if (b == BACKING_ZEROPINFS && !warm && pool_fill(mib))
+		printf("# pool did not reach %lu MiB zero in time\n", mib);
 	ret = __buffer_alloc(&buf, b, mib << 20);
 	if (ret) {
 		printf("# skip %s %lu MiB: %s\n", backing_name(b), mib, strerror(-ret));
@@ -148,7 +184,7 @@ static int parse_backing(const char *s, enum backing *b)
 {
 	enum backing i;
 
-	for (i = BACKING_ANON_4K; i <= BACKING_HUGETLB_1G; i++)
+	for (i = BACKING_ANON_4K; i <= BACKING_ZEROPINFS; i++)
 		if (!strcmp(s, backing_name(i))) {
 			*b = i;
 			return 0;
@@ -208,7 +244,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 	}
 	if (i != argc || o->nsizes < 1 || o->nbackings < 1 || o->nstates < 1 || o->reps < 1) {
 		fprintf(stderr, "usage: map_bench [--driver NAME] [--sizes MiB,...] [--reps N]\n"
-				"       [--backings anon4k,thp,hugetlb2m,hugetlb1g] [--states cold,warm]\n");
+				"       [--backings anon4k,thp,hugetlb2m,hugetlb1g,zeropinfs]\n"
+				"       [--states cold,warm]\n");
 		exit(2);
 	}
 }

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ const char *backing_name(enum backing b)
 		[BACKING_THP] = "thp",
 		[BACKING_HUGETLB_2M] = "hugetlb2m",
 		[BACKING_HUGETLB_1G] = "hugetlb1g",
+		[BACKING_ZEROPINFS] = "zeropinfs",
 	};
 	return names[b];
 }
@@ -37,6 +39,7 @@ size_t backing_pagesize(enum backing b)
 	switch (b) {
 	case BACKING_THP:
 	case BACKING_HUGETLB_2M:
+	case BACKING_ZEROPINFS:
 		return SZ_2M;
 	case BACKING_HUGETLB_1G:
 		return 1ul << 30;
@@ -73,11 +76,41 @@ static int alloc_hugetlb(struct buffer *buf, size_t size, int sizeflag)
 	return 0;
 }
 
+/* A file on zeropinfs mapped shared, as QEMU's memory-backend-file does. */
+static int alloc_zeropinfs(struct buffer *buf, size_t size)
+{
+	static int seq;
+
+	snprintf(buf->path, sizeof(buf->path), BACKING_ZEROPINFS_DIR "/buf-%d-%d",
+		 getpid(), seq++);
+	buf->fd = open(buf->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (buf->fd < 0)
+		return -errno;
+	if (ftruncate(buf->fd, size))
+		return -errno;
+	buf->raw_size = size;
+	buf->raw = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, buf->fd, 0);
+	if (buf->raw == MAP_FAILED)
+		return -errno;
+	buf->addr = buf->raw;
+	buf->size = size;
+	return 0;
+}
+
+static void close_file(struct buffer *buf)
+{
+	if (buf->fd >= 0)
+		close(buf->fd);
+	if (buf->path[0])
+		unlink(buf->path);
+}
+
 int __buffer_alloc(struct buffer *buf, enum backing b, size_t size)
 {
 	int ret;
 
 	memset(buf, 0, sizeof(*buf));
+	buf->fd = -1;
 	if (size % backing_pagesize(b))
 		return -EINVAL;
 	switch (b) {
@@ -93,13 +126,19 @@ int __buffer_alloc(struct buffer *buf, enum backing b, size_t size)
 	case BACKING_HUGETLB_1G:
 		ret = alloc_hugetlb(buf, size, MAP_HUGE_1GB_FLAG);
 		break;
+	case BACKING_ZEROPINFS:
+		ret = alloc_zeropinfs(buf, size);
+		break;
 	default:
 		ret = -EINVAL;
 	}
-	if (ret && buf->raw && buf->raw != MAP_FAILED)
-		munmap(buf->raw, buf->raw_size);
-	if (ret)
+	if (ret) {
+		if (buf->raw && buf->raw != MAP_FAILED)
+			munmap(buf->raw, buf->raw_size);
+		close_file(buf);
 		memset(buf, 0, sizeof(*buf));
+		buf->fd = -1;
+	}
 	return ret;
 }
 
@@ -127,5 +166,7 @@ void buffer_free(struct buffer *buf)
 {
 	if (buf->raw)
 		munmap(buf->raw, buf->raw_size);
+	close_file(buf);
 	memset(buf, 0, sizeof(*buf));
+	buf->fd = -1;
 }

@@ -14,16 +14,23 @@ enum backing {
 	BACKING_THP,		/* anonymous, 2 MiB aligned, MADV_HUGEPAGE */
 	BACKING_HUGETLB_2M,	/* MAP_HUGETLB | MAP_HUGE_2MB */
 	BACKING_HUGETLB_1G,	/* MAP_HUGETLB | MAP_HUGE_1GB */
+	BACKING_ZEROPINFS,	/* MAP_SHARED file on a zeropinfs mount */
 };
+
+/* Where BACKING_ZEROPINFS files are created (a zeropinfs mount). */
+#define BACKING_ZEROPINFS_DIR "/mnt/zeropinfs"
 
 struct buffer {
 	void *addr;		/* start, aligned to the backing's page size */
 	size_t size;		/* usable bytes from addr */
 	void *raw;		/* what mmap returned (alignment slack included) */
 	size_t raw_size;	/* length of that mapping */
+	int fd;			/* backing file (zeropinfs), -1 otherwise */
+	char path[64];		/* its name, unlinked on free */
 };
 
-/* Name used in reports and JSON ("anon4k", "thp", "hugetlb2m", "hugetlb1g"). */
+/* Name used in reports and JSON ("anon4k", "thp", "hugetlb2m", "hugetlb1g",
+ * "zeropinfs"). */
 const char *backing_name(enum backing b);
 /* The backing's page size in bytes. */
 size_t backing_pagesize(enum backing b);

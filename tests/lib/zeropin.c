@@ -174,9 +174,12 @@ void touch_range(void *addr, size_t size, bool write)
 	volatile uint8_t *p = addr;
 	size_t off;
 
+	/* An atomic add of 0 is one write access: the first touch is a write
+	 * fault, as a guest's first store is, not a read fault and then a
+	 * write-protect fault. */
 	for (off = 0; off < size; off += 4096) {
 		if (write)
-			p[off] = p[off];
+			__atomic_fetch_add(&p[off], 0, __ATOMIC_RELAXED);
 		else
 			(void)p[off];
 	}
