@@ -32,7 +32,7 @@ endif
 # under build/ keeps the source folders clean.
 MODDIR := $(BUILD)/module/$(TAG)
 
-.PHONY: all module kernel-headers tests kselftest-headers check bench clean
+.PHONY: all module kernel-headers tests lab-userland check bench clean
 
 all: module
 
@@ -50,10 +50,14 @@ endif
 tests:
 	$(MAKE) -C tests
 
+# Host programs the lab guest carries (QEMU for nested tests), see tests/lab/userland.
+lab-userland:
+	scripts/lab-tree $(BUILD)/lab/userland $$(grep -v '^\s*\(#\|$$\)' tests/lab/userland)
+
 check:
 	scripts/install-deps
 	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
-	$(MAKE) tests
+	$(MAKE) tests lab-userland
 	tests/run-selftests $(LAB_SERIES)
 
 bench:

@@ -224,3 +224,30 @@ long smaps_kb(const void *addr, const char *field)
 	fclose(f);
 	return val;
 }
+
+long proc_smaps_kb(int pid, const char *name, const char *field)
+{
+	char path[64], line[512];
+	size_t flen = strlen(field);
+	bool inside = false;
+	long val = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') &&
+		    strspn(line, "0123456789abcdef") == (size_t)(strchr(line, '-') - line)) {
+			inside = strstr(line, name) != NULL;
+			continue;
+		}
+		if (inside && !strncmp(line, field, flen) && line[flen] == ':') {
+			val = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}

@@ -49,5 +49,7 @@ bool all_bytes(const void *p, int c, size_t len);
 /* A field of /proc/self/smaps (e.g. "FilePmdMapped") for the vma holding
  * addr, in kB; negative errno when not found. */
 long smaps_kb(const void *addr, const char *field);
+/* The same for another process's mapping whose path contains name. */
+long proc_smaps_kb(int pid, const char *name, const char *field);
 
 #endif /* ZEROPIN_TEST_H */

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zfs_qemu - unmodified QEMU 7.2 (Debian's) backs guest RAM with zeropinfs
+ * and passes an edu device through with vfio-pci, as a GPU VM would:
+ *   -object memory-backend-file,mem-path=FILE,share=on,align=2M   (a file)
+ *   mem-path=DIR/libvirt/qemu/1-vm          (libvirt's memory_backing_dir:
+ *                                            QEMU creates and unlinks a file)
+ * VFIO pins all of guest RAM at start; the test checks that it came from
+ * the pool, is mapped with PMDs, and is released when QEMU exits.
+ * QEMU comes into the lab through scripts/lab-tree (tests/run-selftests).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vfio_edu.h"
+#include "zeropin.h"
+
+#define QEMU		"/usr/bin/qemu-system-x86_64"
+#define GUEST_MIB	256
+/* QEMU under TCG in a TCG guest: launch and pinning take seconds. */
+#define QEMU_START_MS	120000
+
+FIXTURE(qemu) {
+	pid_t pid;		/* QEMU, 0 when not running */
+	int monitor;		/* write end of QEMU's stdin (HMP monitor) */
+};
+
+FIXTURE_VARIANT(qemu) {
+	const char *mem_path;	/* as QEMU gets it */
+	bool is_dir;		/* libvirt's layout: QEMU makes its own file */
+};
+
+FIXTURE_VARIANT_ADD(qemu, mem_path_file) {
+	.mem_path = ZFS_MNT "/guest-ram", .is_dir = false,
+};
+FIXTURE_VARIANT_ADD(qemu, libvirt_memory_backing_dir) {
+	.mem_path = ZFS_MNT "/libvirt/qemu/1-vm", .is_dir = true,
+};
+
+FIXTURE_SETUP(qemu)
+{
+	if (access(QEMU, X_OK))
+		SKIP(return, "no QEMU in the lab image (scripts/lab-tree adds it)");
+	zeropin_reset();
+	zeropin_load("pool_mib=256");
+	zfs_mount(ZFS_MNT, "size=1G");
+	ASSERT_EQ(0, pool_wait("zero_mib", GUEST_MIB, 60000));
+	if (variant->is_dir) {
+		ASSERT_EQ(0, mkdir(ZFS_MNT "/libvirt", 0755));
+		ASSERT_EQ(0, mkdir(ZFS_MNT "/libvirt/qemu", 0755));
+		ASSERT_EQ(0, mkdir(variant->mem_path, 0750));
+	}
+}
+
+FIXTURE_TEARDOWN(qemu)
+{
+	if (self->pid > 0) {
+		kill(self->pid, SIGKILL);
+		waitpid(self->pid, NULL, 0);
+	}
+	zeropin_reset();
+}
+
+/* Start QEMU paused (-S) with the HMP monitor on a pipe. */
+static pid_t start_qemu(const char *mem_path, const char *bdf, int *monitor)
+{
+	char object[256], device[64];
+	int fds[2];
+	pid_t pid;
+
+	snprintf(object, sizeof(object),
+		 "memory-backend-file,id=ram0,size=%dM,mem-path=%s,share=on,align=2M",
+		 GUEST_MIB, mem_path);
+	snprintf(device, sizeof(device), "vfio-pci,host=%s", bdf);
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid)
+		goto parent;
+	dup2(fds[0], 0);
+	close(fds[1]);
+	freopen("/tmp/qemu.log", "w", stdout);
+	dup2(1, 2);
+	execl(QEMU, QEMU, "-machine", "q35,memory-backend=ram0", "-accel", "tcg",
+	      "-m", "256M", "-nodefaults", "-display", "none", "-S", "-monitor", "stdio",
+	      "-object", object, "-device", device, (char *)NULL);
+	_exit(127);
+parent:
+	close(fds[0]);
+	*monitor = fds[1];
+	return pid;
+}
+
+static int quit_qemu(pid_t pid, int monitor)
+{
+	int status;
+
+	if (write(monitor, "quit\n", 5) != 5)
+		return -1;
+	close(monitor);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int files_in(const char *dir)
+{
+	struct dirent *d;
+	int n = 0;
+	DIR *dp = opendir(dir);
+
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp)))
+		n += d->d_name[0] != '.';
+	closedir(dp);
+	return n;
+}
+
+TEST_F(qemu, guest_ram_pinned_from_the_pool)
+{
+	long zero_before = pool_counter("handed_zero"), sync_before = pool_counter("zeroed_sync");
+	struct edu edu;
+	int ret;
+
+	edu_open(&edu, 0);	/* find the device; QEMU opens the group itself */
+	edu_close(&edu);
+	self->pid = start_qemu(variant->mem_path, edu.bdf, &self->monitor);
+	ASSERT_LT(0, self->pid);
+	ret = pool_wait("inuse_mib", GUEST_MIB, QEMU_START_MS);
+	ASSERT_EQ(0, ret) TH_LOG("inuse_mib %ld; QEMU's output in /tmp/qemu.log",
+				 pool_read("inuse_mib"));
+	/* every block of guest RAM came zeroed from the pool */
+	EXPECT_EQ(zero_before + GUEST_MIB / 2, pool_counter("handed_zero"));
+	EXPECT_EQ(sync_before, pool_counter("zeroed_sync"));
+	EXPECT_EQ(GUEST_MIB * 1024, proc_smaps_kb(self->pid, ZFS_MNT, "FilePmdMapped"));
+	if (variant->is_dir) {	/* QEMU unlinks its file at once */
+		EXPECT_EQ(0, files_in(variant->mem_path));
+	}
+	EXPECT_EQ(0, quit_qemu(self->pid, self->monitor));
+	self->pid = 0;
+	/* QEMU's unlinked file goes with it; a named file keeps its memory */
+	EXPECT_EQ(variant->is_dir ? 0 : GUEST_MIB, pool_read("inuse_mib"));
+}
+
+TEST_HARNESS_MAIN
