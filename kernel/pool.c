@@ -46,6 +46,7 @@
 
 #include "compat.h"
 #include "pool.h"
+#include "zero.h"
 
 /* After the shrinker took blocks back, the pool does not refill for this
  * long: memory pressure comes in bursts, and refilling into it would only
@@ -53,9 +54,6 @@
 #define POOL_SHRINK_BACKOFF	(10 * HZ)
 /* After a failed refill allocation (memory is fragmented or short). */
 #define POOL_ALLOC_BACKOFF	(1 * HZ)
-/* Pages zeroed between checks for other work: 64 x 4 KiB = 256 KiB keeps
- * the zeroing thread's time slice well under a millisecond on hardware. */
-#define POOL_ZERO_CHUNK		64
 /* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
 #define POOL_RESERVE_SHIFT	4
 /* 1 GiB worth of 2 MiB blocks: a "run" the IOMMU can map with one entry. */
@@ -153,17 +151,9 @@ static unsigned long node_held(struct node_pool *np)
 	return np->nr_zero + np->nr_dirty + np->nr_zeroing;
 }
 
-/* Clear every page of a block, the way clear_page() does for THP faults.
- * Yields between chunks when called from a context that may sleep. */
 static void zero_block(struct folio *folio)
 {
-	unsigned long i;
-
-	for (i = 0; i < ZP_BLOCK_PAGES; i++) {
-		clear_highpage(folio_page(folio, i));
-		if ((i % POOL_ZERO_CHUNK) == POOL_ZERO_CHUNK - 1)
-			cond_resched();
-	}
+	zp_zero_folio(folio, true);
 }
 
 static void free_block(struct folio *folio)

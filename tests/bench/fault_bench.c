@@ -4,7 +4,9 @@
  * first touch (or KVM's EPT faults) does: one write per 4 KiB page of a
  * never-touched buffer. Backings: zeropinfs with a warm pool, zeropinfs
  * with an empty pool (every block zeroed on the fault's path), anonymous
- * THP, hugetlbfs 2M. One JSON object per measurement ("bench":"fault").
+ * THP, hugetlbfs 2M; the empty-pool rows once per zero_method. Then how
+ * long the idle kthreads take to fill an empty pool with each zero_method
+ * ("bench":"pool_fill"). One JSON object per measurement.
  *
  * USAGE: fault_bench [--size MiB] [--reps N]          [DEFAULT: 1024, 3]
  * Needs zeropin.ko loaded and a zeropinfs mount at /mnt/zeropinfs; it sets
@@ -29,14 +31,49 @@ struct config {
 	const char *name;	/* "backing" field of the row */
 	const char *pool;	/* "pool" field: warm, empty or n/a */
 	enum backing backing;
+	const char *method;	/* the pool's zero_method, NULL: n/a */
 };
 
 static const struct config configs[] = {
-	{ "zeropinfs", "warm", BACKING_ZEROPINFS },
-	{ "zeropinfs", "empty", BACKING_ZEROPINFS },
-	{ "thp", "n/a", BACKING_THP },
-	{ "hugetlb2m", "n/a", BACKING_HUGETLB_2M },
+	{ "zeropinfs", "warm", BACKING_ZEROPINFS, "clear_page" },
+	{ "zeropinfs", "empty", BACKING_ZEROPINFS, "clear_page" },
+	{ "zeropinfs", "empty", BACKING_ZEROPINFS, "nontemporal" },
+	{ "thp", "n/a", BACKING_THP, NULL },
+	{ "hugetlb2m", "n/a", BACKING_HUGETLB_2M, NULL },
 };
+
+#define ZERO_METHOD "/sys/module/zeropin/parameters/zero_method"
+
+static void set_method(const char *method)
+{
+	FILE *f = fopen(ZERO_METHOD, "w");
+
+	if (f) {
+		fputs(method, f);
+		fclose(f);
+	}
+}
+
+/* Time the idle kthreads take to fill the pool from empty to mib with one
+ * zero method: their zeroing throughput (allocation included). */
+static void measure_fill(const char *method, unsigned long mib, int rep)
+{
+	double t0, ms;
+
+	set_method(method);
+	pool_write("target_mib", 0);
+	pool_wait("zero_mib", 0, POOL_SETTLE_MS);
+	t0 = now_ms();
+	pool_write("target_mib", mib);
+	if (pool_wait("zero_mib", mib, POOL_SETTLE_MS))
+		printf("# pool fill %s: timed out\n", method);
+	ms = now_ms() - t0;
+	printf("{\"bench\":\"pool_fill\",\"kernel\":\"%s\",\"zero_method\":\"%s\","
+	       "\"size_mib\":%lu,\"rep\":%d,\"fill_ms\":%.1f,\"mib_per_s\":%.0f}\n",
+	       getenv("LAB_KERNEL") ? getenv("LAB_KERNEL") : "?", method, mib, rep, ms,
+	       mib / (ms / 1000));
+	fflush(stdout);
+}
 
 static long minflt(void)
 {
@@ -67,6 +104,8 @@ static int measure(const struct config *c, unsigned long mib, int rep)
 	double t0, ms;
 	int ret;
 
+	if (c->method)
+		set_method(c->method);
 	if (prepare_pool(c, mib))
 		printf("# %s/%s: pool did not settle\n", c->name, c->pool);
 	ret = __buffer_alloc(&buf, c->backing, mib << 20);
@@ -82,12 +121,13 @@ static int measure(const struct config *c, unsigned long mib, int rep)
 	ms = now_ms() - t0;
 	uname(&u);
 	printf("{\"bench\":\"fault\",\"kernel\":\"%s\",\"kernel_release\":\"%s\","
-	       "\"backing\":\"%s\",\"pool\":\"%s\",\"state\":\"cold\",\"size_mib\":%lu,"
+	       "\"backing\":\"%s\",\"pool\":\"%s\",\"zero_method\":\"%s\","
+	       "\"state\":\"cold\",\"size_mib\":%lu,"
 	       "\"rep\":%d,\"fault_ms\":%.3f,\"faults\":%ld,"
 	       "\"pool_blocks_zero\":%ld,\"pool_blocks_zeroed_sync\":%ld,"
 	       "\"file_pmd_mapped_kb\":%ld}\n",
 	       getenv("LAB_KERNEL") ? getenv("LAB_KERNEL") : "?", u.release, c->name,
-	       c->pool, mib, rep, ms, minflt() - f0, pool_counter("handed_zero") - zero0,
+	       c->pool, c->method ? c->method : "n/a", mib, rep, ms, minflt() - f0, pool_counter("handed_zero") - zero0,
 	       pool_counter("zeroed_sync") - sync0,
 	       c->backing == BACKING_ZEROPINFS ? smaps_kb(buf.addr, "FilePmdMapped") : 0);
 	fflush(stdout);
@@ -114,6 +154,11 @@ int main(int argc, char **argv)
 	for (i = 0; i < (int)(sizeof(configs) / sizeof(configs[0])); i++)
 		for (r = 1; r <= reps; r++)
 			measure(&configs[i], mib, r);
+	for (r = 1; r <= reps; r++) {
+		measure_fill("clear_page", mib, r);
+		measure_fill("nontemporal", mib, r);
+	}
+	set_method("clear_page");
 	pool_write("target_mib", target);
 	return 0;
 }

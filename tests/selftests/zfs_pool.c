@@ -38,8 +38,19 @@ FIXTURE_VARIANT(pool) {
 	bool empty;		/* pool_mib=0: every block zeroed on the fault's path */
 };
 
-FIXTURE_VARIANT_ADD(pool, warm) { .params = "pool_mib=32", .empty = false };
-FIXTURE_VARIANT_ADD(pool, empty) { .params = "pool_mib=0", .empty = true };
+/* Both zero methods, each with a warm and an empty pool. */
+FIXTURE_VARIANT_ADD(pool, warm_nontemporal) {
+	.params = "pool_mib=32 zero_method=nontemporal", .empty = false,
+};
+FIXTURE_VARIANT_ADD(pool, empty_nontemporal) {
+	.params = "pool_mib=0 zero_method=nontemporal", .empty = true,
+};
+FIXTURE_VARIANT_ADD(pool, warm_clear_page) {
+	.params = "pool_mib=32 zero_method=clear_page", .empty = false,
+};
+FIXTURE_VARIANT_ADD(pool, empty_clear_page) {
+	.params = "pool_mib=0 zero_method=clear_page", .empty = true,
+};
 
 FIXTURE_SETUP(pool)
 {
