@@ -9,7 +9,8 @@
  * blocks only when its CPU has nothing else to do. zeropinfs takes zero
  * blocks for guest RAM; when none is left it zeroes one synchronously.
  *
- * Life of a block: allocated from the page allocator (dirty) -> zeroing ->
+ * Life of a block: allocated from the page allocator (dirty; or zero at
+ * once when the allocator clears pages itself, init_on_alloc=1) -> zeroing ->
  * zero -> in use (in a zeropinfs file's page cache) -> released. A released
  * folio goes back to the page allocator when its last user lets go (page
  * cache, user mappings, DMA pins): a folio still pinned for DMA is never
@@ -86,6 +87,7 @@ struct node_pool {
 /* Event counters, exported in debugfs (zeropin/pool_counters). */
 struct pool_counters {
 	atomic_long_t zeroed_idle;	/* blocks zeroed by the idle kthreads */
+	atomic_long_t zeroed_alloc;	/* refill blocks the page allocator zeroed */
 	atomic_long_t zeroed_sync;	/* blocks zeroed on a fault's path */
 	atomic_long_t alloc_sync;	/* blocks allocated on a fault's path */
 	atomic_long_t handed_out;	/* blocks given to files */
@@ -156,6 +158,17 @@ static void zero_block(struct folio *folio)
 	zp_zero_folio(folio, true);
 }
 
+/*
+ * Does the page allocator hand out a gfp allocation already zeroed? With
+ * init_on_alloc (Debian's default) it clears every page it hands out, so a
+ * second pass would only double the work. With init_on_free the clearing
+ * happens at free time instead; the pool does not rely on that and zeroes.
+ */
+static bool allocator_zeroes(gfp_t gfp)
+{
+	return want_init_on_alloc(gfp) && !want_init_on_free();
+}
+
 static void free_block(struct folio *folio)
 {
 	runs_account(folio, -1);
@@ -191,8 +204,14 @@ static bool refill_one(struct node_pool *np)
 		atomic_long_inc(&counters.refill_failed);
 		return false;
 	}
-	list_add_tail(&folio->lru, &np->dirty);
-	np->nr_dirty++;
+	if (allocator_zeroes(POOL_GFP_REFILL)) {
+		list_add_tail(&folio->lru, &np->zero);
+		np->nr_zero++;
+		atomic_long_inc(&counters.zeroed_alloc);
+	} else {
+		list_add_tail(&folio->lru, &np->dirty);
+		np->nr_dirty++;
+	}
 	spin_unlock(&np->lock);
 	runs_account(folio, 1);
 	return true;
@@ -332,6 +351,12 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 		if (!folio)
 			return NULL;
 		atomic_long_inc(&counters.alloc_sync);
+		if (allocator_zeroes(gfp)) {
+			/* zeroed by the allocator, still on this fault's path */
+			atomic_long_inc(&counters.zeroed_sync);
+			zero = true;
+			goto out;
+		}
 	}
 	if (!zero) {
 		zero_block(folio);
@@ -339,6 +364,7 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 	} else {
 		atomic_long_inc(&counters.handed_zero);
 	}
+out:
 	atomic_long_inc(&counters.handed_out);
 	atomic_long_inc(&counters.inuse);
 	return folio;
@@ -527,6 +553,7 @@ static int counters_show(struct seq_file *m, void *v)
 {
 #define SHOW(f) seq_printf(m, "%s %ld\n", #f, atomic_long_read(&counters.f))
 	SHOW(zeroed_idle);
+	SHOW(zeroed_alloc);
 	SHOW(zeroed_sync);
 	SHOW(alloc_sync);
 	SHOW(handed_out);
