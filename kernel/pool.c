@@ -53,6 +53,10 @@
  * long: memory pressure comes in bursts, and refilling into it would only
  * make reclaim take the same memory again. */
 #define POOL_SHRINK_BACKOFF	(10 * HZ)
+/* A node refills only after its last hand-out is this long past: a VM
+ * start takes blocks in a burst, and refilling into the burst competes with
+ * it for the zone lock and memory bandwidth. Zeroing dirty blocks goes on. */
+#define POOL_REFILL_QUIET	(HZ / 5)
 /* After a failed refill allocation (memory is fragmented or short). */
 #define POOL_ALLOC_BACKOFF	(1 * HZ)
 /* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
@@ -80,6 +84,8 @@ struct node_pool {
 	unsigned long nr_zeroing;	/* blocks the kthread is zeroing */
 	unsigned long target;		/* blocks this node should hold */
 	unsigned long backoff_until;	/* jiffies: no refill before this */
+	unsigned long last_get;		/* jiffies of the last hand-out */
+	bool woken;			/* a hand-out woke the kthread already */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
 };
@@ -185,12 +191,19 @@ static bool have_room(void)
 					   (totalram_pages() >> POOL_RESERVE_SHIFT));
 }
 
+/* May the node refill now? Caller holds np->lock. */
+static bool may_refill(struct node_pool *np)
+{
+	return node_held(np) < np->target && !time_before(jiffies, np->backoff_until) &&
+	       !time_before(jiffies, np->last_get + POOL_REFILL_QUIET);
+}
+
 static bool refill_one(struct node_pool *np)
 {
 	struct folio *folio;
 
 	spin_lock(&np->lock);
-	if (node_held(np) >= np->target || time_before(jiffies, np->backoff_until)) {
+	if (!may_refill(np)) {
 		spin_unlock(&np->lock);
 		return false;
 	}
@@ -277,8 +290,7 @@ static bool node_has_work(struct node_pool *np)
 	bool work;
 
 	spin_lock(&np->lock);
-	work = np->nr_dirty || node_held(np) > np->target ||
-	       (node_held(np) < np->target && !time_before(jiffies, np->backoff_until));
+	work = np->nr_dirty || node_held(np) > np->target || may_refill(np);
 	spin_unlock(&np->lock);
 	return work;
 }
@@ -286,11 +298,16 @@ static bool node_has_work(struct node_pool *np)
 /* How long to sleep when idle: until woken, or the end of a backoff. */
 static long node_sleep_time(struct node_pool *np)
 {
+	unsigned long until;
 	long t = MAX_SCHEDULE_TIMEOUT;
 
 	spin_lock(&np->lock);
-	if (node_held(np) < np->target && time_before(jiffies, np->backoff_until))
-		t = np->backoff_until - jiffies + 1;
+	np->woken = false;	/* the next hand-out wakes us again */
+	if (node_held(np) < np->target) {
+		until = max(np->backoff_until, np->last_get + POOL_REFILL_QUIET);
+		if (time_before(jiffies, until))
+			t = until - jiffies + 1;
+	}
 	spin_unlock(&np->lock);
 	return t;
 }
@@ -325,7 +342,7 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 {
 	struct node_pool *np = pool_of(nid);
 	struct folio *folio = NULL;
-	bool zero = false;
+	bool zero = false, wake;
 
 	if (np) {
 		spin_lock(&np->lock);
@@ -340,8 +357,14 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 		}
 		if (folio)
 			list_del(&folio->lru);
+		np->last_get = jiffies;
+		wake = !np->woken;
+		np->woken = true;
 		spin_unlock(&np->lock);
-		wake_up(&np->wait);	/* refill behind us */
+		/* One wake-up per burst: the kthread then sleeps out the quiet
+		 * period by itself. A wake-up per block costs an IPI each. */
+		if (wake)
+			wake_up(&np->wait);
 	}
 	if (folio) {
 		runs_account(folio, -1);
