@@ -10,6 +10,7 @@
 #include <linux/version.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
+#include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
@@ -109,5 +110,14 @@ static inline void zp_inode_touch(struct inode *inode)
 	inode->i_mtime = inode->i_ctime = current_time(inode);
 #endif
 }
+
+/* --- ->huge_fault: an entry size before 6.6, a page order since --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+typedef unsigned int zp_fault_size_t;
+#define ZP_FAULT_IS_PMD(size) ((size) == PMD_ORDER)
+#else
+typedef enum page_entry_size zp_fault_size_t;
+#define ZP_FAULT_IS_PMD(size) ((size) == PE_SIZE_PMD)
+#endif
 
 #endif /* ZEROPIN_COMPAT_H */

@@ -139,6 +139,10 @@ TEST_F(zfs, private_mapping_is_copy_on_write)
 	ASSERT_EQ(4, pread(self->fd, out, 4, 0));
 	EXPECT_EQ(0, memcmp(out, "file", 4));
 	EXPECT_EQ(0, memcmp(p, "priv", 4));
+	/* a write as the very first touch of a block must copy too */
+	memcpy(p + 4 * SZ_2M, "priv", 4);
+	ASSERT_EQ(4, pread(self->fd, out, 4, 4 * SZ_2M));
+	EXPECT_TRUE(all_bytes(out, 0, 4));
 	munmap(p, FILE_SIZE);
 }
 
