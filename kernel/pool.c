@@ -85,7 +85,7 @@ struct node_pool {
 	unsigned long target;		/* blocks this node should hold */
 	unsigned long backoff_until;	/* jiffies: no refill before this */
 	unsigned long last_get;		/* jiffies of the last hand-out */
-	bool woken;			/* a hand-out woke the kthread already */
+	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
 };
@@ -295,21 +295,41 @@ static bool node_has_work(struct node_pool *np)
 	return work;
 }
 
-/* How long to sleep when idle: until woken, or the end of a backoff. */
+/*
+ * How long to sleep when there is no work now: until the end of a backoff
+ * or quiet period, or, with nothing pending, until woken (idle: the next
+ * hand-out wakes the thread).
+ */
 static long node_sleep_time(struct node_pool *np)
 {
 	unsigned long until;
 	long t = MAX_SCHEDULE_TIMEOUT;
 
 	spin_lock(&np->lock);
-	np->woken = false;	/* the next hand-out wakes us again */
 	if (node_held(np) < np->target) {
 		until = max(np->backoff_until, np->last_get + POOL_REFILL_QUIET);
 		if (time_before(jiffies, until))
 			t = until - jiffies + 1;
 	}
+	np->idle = t == MAX_SCHEDULE_TIMEOUT;
 	spin_unlock(&np->lock);
 	return t;
+}
+
+static bool node_woken(struct node_pool *np)
+{
+	return !READ_ONCE(np->idle) || node_has_work(np) || kthread_should_stop();
+}
+
+static void node_sleep(struct node_pool *np)
+{
+	long t = node_sleep_time(np);
+
+	if (t == MAX_SCHEDULE_TIMEOUT)
+		wait_event_freezable(np->wait, node_woken(np));
+	else
+		wait_event_freezable_timeout(np->wait,
+					     node_has_work(np) || kthread_should_stop(), t);
 }
 
 static int pool_thread(void *data)
@@ -329,9 +349,7 @@ static int pool_thread(void *data)
 			cond_resched();
 			continue;
 		}
-		wait_event_freezable_timeout(np->wait,
-					     node_has_work(np) || kthread_should_stop(),
-					     node_sleep_time(np));
+		node_sleep(np);
 	}
 	return 0;
 }
@@ -358,8 +376,8 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 		if (folio)
 			list_del(&folio->lru);
 		np->last_get = jiffies;
-		wake = !np->woken;
-		np->woken = true;
+		wake = np->idle;
+		np->idle = false;
 		spin_unlock(&np->lock);
 		/* One wake-up per burst: the kthread then sleeps out the quiet
 		 * period by itself. A wake-up per block costs an IPI each. */

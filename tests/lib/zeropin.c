@@ -200,20 +200,45 @@ bool all_bytes(const void *p, int c, size_t len)
 	return true;
 }
 
-long smaps_kb(const void *addr, const char *field)
+/* Which vma of an smaps file a lookup wants. */
+struct vma_match {
+	const void *addr;	/* the vma holding this address, or */
+	const char *name;	/* the first whose path contains this */
+};
+
+static bool vma_matches(const char *hdr, const struct vma_match *m)
 {
-	char line[512];
 	unsigned long start, end;
-	bool inside = false;
+
+	if (sscanf(hdr, "%lx-%lx ", &start, &end) != 2)
+		return false;
+	if (m->name)
+		return strstr(hdr, m->name) != NULL;
+	return (uintptr_t)m->addr >= start && (uintptr_t)m->addr < end;
+}
+
+/* A vma header line starts "start-end " in hex. */
+static bool is_vma_header(const char *line)
+{
+	size_t hex = strspn(line, "0123456789abcdef");
+
+	return hex && line[hex] == '-';
+}
+
+/* The kB value of field in the vma of smaps file path that m picks. */
+static long scan_smaps(const char *path, const struct vma_match *m, const char *field)
+{
 	size_t flen = strlen(field);
+	bool inside = false;
 	long val = -ENOENT;
-	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-			inside = (uintptr_t)addr >= start && (uintptr_t)addr < end;
+		if (is_vma_header(line)) {
+			inside = vma_matches(line, m);
 			continue;
 		}
 		if (inside && !strncmp(line, field, flen) && line[flen] == ':') {
@@ -225,29 +250,18 @@ long smaps_kb(const void *addr, const char *field)
 	return val;
 }
 
+long smaps_kb(const void *addr, const char *field)
+{
+	struct vma_match m = { .addr = addr };
+
+	return scan_smaps("/proc/self/smaps", &m, field);
+}
+
 long proc_smaps_kb(int pid, const char *name, const char *field)
 {
-	char path[64], line[512];
-	size_t flen = strlen(field);
-	bool inside = false;
-	long val = -ENOENT;
-	FILE *f;
+	struct vma_match m = { .name = name };
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') &&
-		    strspn(line, "0123456789abcdef") == (size_t)(strchr(line, '-') - line)) {
-			inside = strstr(line, name) != NULL;
-			continue;
-		}
-		if (inside && !strncmp(line, field, flen) && line[flen] == ':') {
-			val = strtol(line + flen + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return val;
+	return scan_smaps(path, &m, field);
 }

@@ -135,6 +135,8 @@ TEST_F(pool, statistics_follow_use)
 	} else {
 		EXPECT_EQ(handed_zero0 + 8, pool_counter("handed_zero"));
 		EXPECT_EQ(sync0, pool_counter("zeroed_sync"));
+		/* after the burst the pool refills by itself, nothing else happening */
+		EXPECT_EQ(0, pool_wait("zero_mib", 32, POOL_SETTLE_MS));
 	}
 	munmap(p, size);
 	ASSERT_EQ(0, ftruncate(fd, 0));
