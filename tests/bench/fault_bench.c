@@ -6,7 +6,10 @@
  * with an empty pool (every block zeroed on the fault's path), anonymous
  * THP, hugetlbfs 2M; the empty-pool rows once per zero_method. Then how
  * long the idle kthreads take to fill an empty pool with each zero_method
- * ("bench":"pool_fill"). One JSON object per measurement.
+ * ("bench":"pool_fill"). One JSON object per measurement. With the
+ * kernel's init_on_alloc=1 (Debian's default) the page allocator does the
+ * clearing and zero_method has nothing to do: compare methods on a boot
+ * with init_on_alloc=0 (tests/bench/run does both).
  *
  * USAGE: fault_bench [--size MiB] [--reps N]          [DEFAULT: 1024, 3]
  * Needs zeropin.ko loaded and a zeropinfs mount at /mnt/zeropinfs; it sets
@@ -68,10 +71,11 @@ static void measure_fill(const char *method, unsigned long mib, int rep)
 	if (pool_wait("zero_mib", mib, POOL_SETTLE_MS))
 		printf("# pool fill %s: timed out\n", method);
 	ms = now_ms() - t0;
-	printf("{\"bench\":\"pool_fill\",\"kernel\":\"%s\",\"zero_method\":\"%s\","
-	       "\"size_mib\":%lu,\"rep\":%d,\"fill_ms\":%.1f,\"mib_per_s\":%.0f}\n",
-	       getenv("LAB_KERNEL") ? getenv("LAB_KERNEL") : "?", method, mib, rep, ms,
-	       mib / (ms / 1000));
+	printf("{\"bench\":\"pool_fill\",\"kernel\":\"%s\",\"init_on_alloc\":%d,"
+	       "\"zero_method\":\"%s\",\"size_mib\":%lu,\"rep\":%d,\"fill_ms\":%.1f,"
+	       "\"mib_per_s\":%.0f}\n",
+	       getenv("LAB_KERNEL") ? getenv("LAB_KERNEL") : "?", init_on_alloc(), method,
+	       mib, rep, ms, mib / (ms / 1000));
 	fflush(stdout);
 }
 
@@ -121,13 +125,14 @@ static int measure(const struct config *c, unsigned long mib, int rep)
 	ms = now_ms() - t0;
 	uname(&u);
 	printf("{\"bench\":\"fault\",\"kernel\":\"%s\",\"kernel_release\":\"%s\","
+	       "\"init_on_alloc\":%d,"
 	       "\"backing\":\"%s\",\"pool\":\"%s\",\"zero_method\":\"%s\","
 	       "\"state\":\"cold\",\"size_mib\":%lu,"
 	       "\"rep\":%d,\"fault_ms\":%.3f,\"faults\":%ld,"
 	       "\"pool_blocks_zero\":%ld,\"pool_blocks_zeroed_sync\":%ld,"
 	       "\"file_pmd_mapped_kb\":%ld}\n",
-	       getenv("LAB_KERNEL") ? getenv("LAB_KERNEL") : "?", u.release, c->name,
-	       c->pool, c->method ? c->method : "n/a", mib, rep, ms, minflt() - f0, pool_counter("handed_zero") - zero0,
+	       getenv("LAB_KERNEL") ? getenv("LAB_KERNEL") : "?", u.release, init_on_alloc(),
+	       c->name, c->pool, c->method ? c->method : "n/a", mib, rep, ms, minflt() - f0, pool_counter("handed_zero") - zero0,
 	       pool_counter("zeroed_sync") - sync0,
 	       c->backing == BACKING_ZEROPINFS ? smaps_kb(buf.addr, "FilePmdMapped") : 0);
 	fflush(stdout);

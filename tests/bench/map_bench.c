@@ -110,14 +110,14 @@ static void emit(const struct options *o, enum backing b, bool warm,
 	const char *kernel = getenv("LAB_KERNEL");
 
 	uname(&u);
-	printf("{\"bench\":\"map\",\"kernel\":\"%s\",\"kernel_release\":\"%s\",\"driver\":\"%s\","
+	printf("{\"bench\":\"map\",\"init_on_alloc\":%d,\"kernel\":\"%s\",\"kernel_release\":\"%s\",\"driver\":\"%s\","
 	       "\"backing\":\"%s\",\"state\":\"%s\",\"size_mib\":%lu,\"rep\":%d,"
 	       "\"map_ms\":%.3f,\"unmap_ms\":%.3f,\"edu_verify\":\"%s\","
 	       "\"map_ioctls\":1,\"unmap_ioctls\":1,\"bytes_mapped\":%llu,"
 	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
 	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f,"
 	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld}\n",
-	       kernel ? kernel : "?", u.release, o->driver, backing_name(b),
+	       init_on_alloc(), kernel ? kernel : "?", u.release, o->driver, backing_name(b),
 	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
 	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
 	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync);

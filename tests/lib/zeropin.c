@@ -265,3 +265,16 @@ long proc_smaps_kb(int pid, const char *name, const char *field)
 	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
 	return scan_smaps(path, &m, field);
 }
+
+int init_on_alloc(void)
+{
+	char cmdline[4096] = "";
+	FILE *f = fopen("/proc/cmdline", "r");
+
+	if (f) {
+		if (!fgets(cmdline, sizeof(cmdline), f))
+			cmdline[0] = '\0';
+		fclose(f);
+	}
+	return strstr(cmdline, "init_on_alloc=0") ? 0 : 1;
+}

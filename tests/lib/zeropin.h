@@ -52,4 +52,8 @@ long smaps_kb(const void *addr, const char *field);
 /* The same for another process's mapping whose path contains name. */
 long proc_smaps_kb(int pid, const char *name, const char *field);
 
+/* 0 when the guest kernel was booted with init_on_alloc=0, else 1 (the
+ * Debian default: the page allocator clears every page it hands out). */
+int init_on_alloc(void);
+
 #endif /* ZEROPIN_TEST_H */
