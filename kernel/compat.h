@@ -120,4 +120,57 @@ typedef enum page_entry_size zp_fault_size_t;
 #define ZP_FAULT_IS_PMD(size) ((size) == PE_SIZE_PMD)
 #endif
 
+/*
+ * --- VFIO's IOMMU-backend interface ---
+ * drivers/vfio/vfio.h is private to the kernel and in no headers package, so
+ * what the backend needs from it is declared here, under our own names, and
+ * checked member by member against the target kernel's source by
+ * scripts/check-vfio-abi (part of make check). 6.1 has a trailing notify().
+ */
+struct iommu_domain;
+struct iommu_group;
+struct vfio_device;
+
+enum zp_vfio_group_type {
+	ZP_VFIO_IOMMU,			/* a physical device behind a real IOMMU */
+	ZP_VFIO_EMULATED_IOMMU,		/* mdev: the core fakes up an iommu_group */
+	ZP_VFIO_NO_IOMMU,		/* vfio-noiommu: no DMA protection at all */
+};
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define ZP_VFIO_OPS_HAVE_NOTIFY 1
+enum zp_vfio_iommu_notify_type {
+	ZP_VFIO_IOMMU_CONTAINER_CLOSE = 0,	/* the container fd is closing */
+};
+#endif
+
+struct zp_vfio_iommu_driver_ops {
+	char		*name;
+	struct module	*owner;
+	void		*(*open)(unsigned long arg);
+	void		(*release)(void *iommu_data);
+	long		(*ioctl)(void *iommu_data, unsigned int cmd, unsigned long arg);
+	int		(*attach_group)(void *iommu_data, struct iommu_group *group,
+					enum zp_vfio_group_type type);
+	void		(*detach_group)(void *iommu_data, struct iommu_group *group);
+	int		(*pin_pages)(void *iommu_data, struct iommu_group *group,
+				     dma_addr_t user_iova, int npage, int prot,
+				     struct page **pages);
+	void		(*unpin_pages)(void *iommu_data, dma_addr_t user_iova, int npage);
+	void		(*register_device)(void *iommu_data, struct vfio_device *vdev);
+	void		(*unregister_device)(void *iommu_data, struct vfio_device *vdev);
+	int		(*dma_rw)(void *iommu_data, dma_addr_t user_iova, void *data,
+				  size_t count, bool write);
+	struct iommu_domain *(*group_iommu_domain)(void *iommu_data,
+						   struct iommu_group *group);
+#ifdef ZP_VFIO_OPS_HAVE_NOTIFY
+	void		(*notify)(void *iommu_data, enum zp_vfio_iommu_notify_type event);
+#endif
+};
+
+#ifndef ZP_VFIO_ABI_CHECK	/* the check sees the kernel's own prototypes */
+int vfio_register_iommu_driver(const struct zp_vfio_iommu_driver_ops *ops);
+void vfio_unregister_iommu_driver(const struct zp_vfio_iommu_driver_ops *ops);
+#endif
+
 #endif /* ZEROPIN_COMPAT_H */
