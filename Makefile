@@ -7,6 +7,7 @@
 #   make check           install deps, build for both kernels, run every
 #                        selftest in the lab on both, print TAP and a summary
 #   make bench           the benchmarks in the lab, both kernels
+#   make dkms-install    a real host: install through DKMS (needs dkms)
 #
 # Every output lives under build/.
 
@@ -32,7 +33,10 @@ endif
 # under build/ keeps the source folders clean.
 MODDIR := $(BUILD)/module/$(TAG)
 
-.PHONY: all module kernel-headers tests lab-userland check bench clean
+VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
+DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
+
+.PHONY: all module kernel-headers tests lab-userland check bench clean dkms-install
 
 all: module
 
@@ -65,6 +69,16 @@ bench:
 	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
 	$(MAKE) tests
 	tests/bench/run $(LAB_SERIES)
+
+# A real host: the sources where DKMS wants them, then build and install
+# for every kernel DKMS knows (AUTOINSTALL rebuilds on kernel upgrades).
+dkms-install:
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)/kernel
+	cp Kbuild $(DKMS_SRC)/
+	cp kernel/Kbuild kernel/*.c kernel/*.h $(DKMS_SRC)/kernel/
+	sed 's/@VERSION@/$(VERSION)/' kernel/dkms.conf > $(DKMS_SRC)/dkms.conf
+	dkms install zeropin/$(VERSION)
 
 clean:
 	rm -rf $(BUILD)/module $(BUILD)/tests $(BUILD)/lab
