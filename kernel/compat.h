@@ -120,6 +120,14 @@ typedef enum page_entry_size zp_fault_size_t;
 #define ZP_FAULT_IS_PMD(size) ((size) == PE_SIZE_PMD)
 #endif
 
+/* --- memory policies: weighted interleave since 6.9 --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#define ZP_MPOL_IS_INTERLEAVE(mode) \
+	((mode) == MPOL_INTERLEAVE || (mode) == MPOL_WEIGHTED_INTERLEAVE)
+#else
+#define ZP_MPOL_IS_INTERLEAVE(mode) ((mode) == MPOL_INTERLEAVE)
+#endif
+
 /*
  * --- VFIO's IOMMU-backend interface ---
  * drivers/vfio/vfio.h is private to the kernel and in no headers package, so

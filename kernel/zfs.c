@@ -26,6 +26,7 @@
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/huge_mm.h>
+#include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
@@ -84,13 +85,50 @@ static void uncharge_pages(struct super_block *sb, unsigned long pages)
 	atomic_long_sub(pages / ZP_BLOCK_PAGES, &ZFS_SB(sb)->used_blocks);
 }
 
+/* The n-th node (from 0) set in a nodemask. */
+static int nth_node(const nodemask_t *mask, unsigned int n)
+{
+	int nid;
+
+	for_each_node_mask(nid, *mask)
+		if (!n--)
+			return nid;
+	return numa_node_id();
+}
+
 /*
- * The locked folio holding index, allocated from the pool if the file has
- * none there yet. Returns 0 with *out referenced and locked, or -ENOSPC
- * (mount full) / -ENOMEM. Caller holds inode_lock or invalidate_lock
- * (shared), which keeps truncation out.
+ * The node a new block for file offset index should come from: the
+ * mapping's memory policy (mbind: what libvirt's numatune sets through
+ * QEMU), else the task's (set_mempolicy, numactl), else the node of the CPU
+ * that asks. Interleaving goes block by block. vma may be NULL (write,
+ * fallocate); when given, the caller holds the mmap lock, which keeps
+ * vma->vm_policy stable.
  */
-static int zfs_get_folio(struct inode *inode, pgoff_t index, struct folio **out)
+static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
+{
+	int local = numa_node_id();
+#ifdef CONFIG_NUMA
+	struct mempolicy *pol = vma && vma->vm_policy ? vma->vm_policy : current->mempolicy;
+
+	if (!pol || nodes_empty(pol->nodes))
+		return local;
+	if (ZP_MPOL_IS_INTERLEAVE(pol->mode))
+		return nth_node(&pol->nodes,
+				(index / ZP_BLOCK_PAGES) % nodes_weight(pol->nodes));
+	if (pol->mode == MPOL_BIND || pol->mode == MPOL_PREFERRED ||
+	    pol->mode == MPOL_PREFERRED_MANY)
+		return node_isset(local, pol->nodes) ? local : first_node(pol->nodes);
+#endif
+	return local;
+}
+
+/*
+ * The locked folio holding index, allocated from node nid's pool if the
+ * file has none there yet. Returns 0 with *out referenced and locked, or
+ * -ENOSPC (mount full) / -ENOMEM. Caller holds inode_lock or
+ * invalidate_lock (shared), which keeps truncation out.
+ */
+static int zfs_get_folio(struct inode *inode, pgoff_t index, int nid, struct folio **out)
 {
 	struct address_space *mapping = inode->i_mapping;
 	struct folio *folio;
@@ -102,7 +140,7 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct folio **out)
 			break;
 		if (!charge_block(ZFS_SB(inode->i_sb)))
 			return -ENOSPC;
-		folio = zp_pool_get(numa_node_id(), ZFS_GFP_SYNC);
+		folio = zp_pool_get(nid, ZFS_GFP_SYNC);
 		if (!folio) {
 			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 			return -ENOMEM;
@@ -300,7 +338,7 @@ static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
 	size_t copied;
 	int ret;
 
-	ret = zfs_get_folio(inode, index, &folio);
+	ret = zfs_get_folio(inode, index, zfs_block_node(NULL, index), &folio);
 	if (ret)
 		return ret;
 	folio_unlock(folio);
@@ -373,7 +411,8 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 	if (ret)
 		return ret;
 	for (pos = offset; pos < end; pos += ZP_BLOCK_SIZE) {
-		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, &folio);
+		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT,
+				    zfs_block_node(NULL, pos >> PAGE_SHIFT), &folio);
 		if (ret)
 			return ret;
 		folio_unlock(folio);
@@ -421,7 +460,7 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
 	if (vmf->pgoff >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))
 		return VM_FAULT_SIGBUS;
 	filemap_invalidate_lock_shared(mapping);
-	ret = zfs_get_folio(inode, vmf->pgoff, &folio);
+	ret = zfs_get_folio(inode, vmf->pgoff, zfs_block_node(vmf->vma, vmf->pgoff), &folio);
 	filemap_invalidate_unlock_shared(mapping);
 	if (ret)
 		return ret == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
@@ -458,7 +497,7 @@ static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 	    start + ZP_BLOCK_PAGES > DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))
 		return VM_FAULT_FALLBACK;
 	filemap_invalidate_lock_shared(mapping);
-	err = zfs_get_folio(inode, vmf->pgoff, &folio);
+	err = zfs_get_folio(inode, vmf->pgoff, zfs_block_node(vmf->vma, vmf->pgoff), &folio);
 	filemap_invalidate_unlock_shared(mapping);
 	if (err)
 		return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;

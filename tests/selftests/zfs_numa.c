@@ -2,8 +2,10 @@
 /*
  * zfs_numa - the pool is per NUMA node: each node has its own zeroing
  * kthread and share of the target, and a fault takes a zero block from the
- * node of the CPU it runs on. Needs a lab with two nodes (--numa 2); skips
- * on one.
+ * node of the CPU it runs on, unless a memory policy says otherwise: the
+ * mapping's (mbind, as libvirt's numatune sets it through QEMU) or the
+ * task's (set_mempolicy, numactl). Needs a lab with two nodes (--numa 2);
+ * skips on one.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/mempolicy.h>
 
 #include "kselftest_harness.h"
 #include "zeropin.h"
@@ -147,6 +150,62 @@ TEST_F(numa, the_target_is_split_between_nodes)
 	EXPECT_EQ(sync0 + 1, pool_counter("zeroed_sync"));
 	EXPECT_EQ(1, node_of(p + share));
 	munmap(p, share + SZ_2M);
+	close(fd);
+}
+
+static long mbind_nodes(void *addr, size_t len, int mode, unsigned long nodes)
+{
+	return syscall(SYS_mbind, addr, len, mode, &nodes, sizeof(nodes) * 8, 0) ? -errno : 0;
+}
+
+/* A mapping bound to node 1, faulted from a CPU of node 0. */
+TEST_F(numa, mbind_bind_beats_the_local_node)
+{
+	size_t size = 2 * SZ_2M;
+	int fd = zfs_create(ZFS_MNT "/bound", size);
+	char *p = map_file(fd, size, MAP_SHARED);
+
+	ASSERT_EQ(0, bind_to_cpu(node_first_cpu(0)));
+	ASSERT_EQ(0, mbind_nodes(p, size, MPOL_BIND, 1ul << 1));
+	touch_range(p, size, true);
+	EXPECT_EQ(1, node_of(p));
+	EXPECT_EQ(1, node_of(p + SZ_2M));
+	munmap(p, size);
+	close(fd);
+}
+
+/* Interleaving spreads the file block by block over the nodes. */
+TEST_F(numa, mbind_interleave_alternates_blocks)
+{
+	size_t size = 4 * SZ_2M, i;
+	int fd = zfs_create(ZFS_MNT "/interleaved", size);
+	char *p = map_file(fd, size, MAP_SHARED);
+
+	ASSERT_EQ(0, mbind_nodes(p, size, MPOL_INTERLEAVE, 0x3));
+	touch_range(p, size, true);
+	for (i = 0; i < size / SZ_2M; i++)
+		EXPECT_EQ((int)(i % 2), node_of(p + i * SZ_2M)) TH_LOG("block %zu", i);
+	munmap(p, size);
+	close(fd);
+}
+
+/* write() follows the task's policy (numactl --membind). */
+TEST_F(numa, task_policy_places_written_blocks)
+{
+	unsigned long nodes = 1ul << 1;
+	char buf[4096] = { 1 };
+	char *p;
+	int fd;
+
+	ASSERT_EQ(0, bind_to_cpu(node_first_cpu(0)));
+	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &nodes, sizeof(nodes) * 8));
+	fd = zfs_create(ZFS_MNT "/written", SZ_2M);
+	ASSERT_EQ(sizeof(buf), pwrite(fd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
+	p = map_file(fd, SZ_2M, MAP_SHARED);
+	EXPECT_EQ(1, p[0]);	/* maps the block write() placed */
+	EXPECT_EQ(1, node_of(p));
+	munmap(p, SZ_2M);
 	close(fd);
 }
 
