@@ -19,6 +19,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +91,7 @@ static void read_counters(struct counters *c)
 
 static void emit(const struct options *o, enum backing b, bool warm,
 		 unsigned long mib, int rep, double map_ms, double unmap_ms,
-		 int verify, const struct counters *before,
+		 int verify, long runs, const struct counters *before,
 		 const struct counters *after)
 {
 	struct utsname u;
@@ -116,12 +118,50 @@ static void emit(const struct options *o, enum backing b, bool warm,
 	       "\"map_ioctls\":1,\"unmap_ioctls\":1,\"bytes_mapped\":%llu,"
 	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
 	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f,"
-	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld}\n",
+	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld,"
+	       "\"phys_runs\":%ld}\n",
 	       init_on_alloc(), kernel ? kernel : "?", u.release, o->driver, backing_name(b),
 	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
 	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
-	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync);
+	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync, runs);
 	fflush(stdout);
+}
+
+/*
+ * Physically contiguous runs in [addr, addr + size), from pagemap (root
+ * reads PFNs): about how many IOMMU mappings type1 needs for the range,
+ * whatever the clock. 0 when pagemap cannot be read.
+ */
+static long phys_runs(void *addr, size_t size)
+{
+	size_t pages = size / 4096, i, chunk = 4096, n;
+	uint64_t *pfn = malloc(chunk * sizeof(*pfn)), last = 0;
+	long runs = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0 || !pfn) {
+		free(pfn);
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	for (i = 0; i < pages; i += n) {
+		size_t j;
+
+		n = pages - i < chunk ? pages - i : chunk;
+		if (pread(fd, pfn, n * 8, ((uintptr_t)addr / 4096 + i) * 8) != (ssize_t)(n * 8))
+			break;
+		for (j = 0; j < n; j++) {
+			uint64_t p = pfn[j] & ((1ull << 55) - 1);
+
+			if (!(i + j) || p != last + 1)
+				runs++;
+			last = p;
+		}
+	}
+	close(fd);
+	free(pfn);
+	return runs;
 }
 
 /* Wait until the pool holds at least mib of zero blocks (it refills in
@@ -148,6 +188,7 @@ static int measure(const struct options *o, struct edu *e, int container,
 	struct buffer buf;
 	double t0, map_ms, unmap_ms;
 	int ret, verify;
+	long runs;
 
 	if (b == BACKING_ZEROPINFS && !warm && pool_fill(mib))
 		printf("# pool did not reach %lu MiB zero in time\n", mib);
@@ -170,13 +211,14 @@ static int measure(const struct options *o, struct edu *e, int container,
 		return ret;
 	}
 	verify = __edu_verify(e, buf.addr, IOVA_BASE, buf.size);
+	runs = phys_runs(buf.addr, buf.size);
 	t0 = now_ms();
 	ret = __vfio_unmap(container, IOVA_BASE, buf.size, 0, NULL);
 	unmap_ms = now_ms() - t0;
 	buffer_free(&buf);
 	if (ret)
 		return ret;
-	emit(o, b, warm, mib, rep, map_ms, unmap_ms, verify, &before, &after);
+	emit(o, b, warm, mib, rep, map_ms, unmap_ms, verify, runs, &before, &after);
 	return verify;
 }
 
