@@ -61,12 +61,11 @@
 #define POOL_ALLOC_BACKOFF	(1 * HZ)
 /* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
 #define POOL_RESERVE_SHIFT	4
-/* 1 GiB worth of 2 MiB blocks: a "run" the IOMMU can map with one entry. */
+/* 1 GiB worth of 2 MiB blocks: a run the IOMMU can map with one entry. */
 #define POOL_RUN_BLOCKS		(1UL << (30 - PAGE_SHIFT - ZP_BLOCK_ORDER))
 
 /* Refill/zeroing allocations: never OOM, never warn, stay on the node. */
-#define POOL_GFP_REFILL	(GFP_HIGHUSER | __GFP_COMP | __GFP_NOWARN | \
-			 __GFP_NORETRY | __GFP_THISNODE)
+#define POOL_GFP_REFILL	(GFP_HIGHUSER | __GFP_NOWARN | __GFP_NORETRY | __GFP_THISNODE)
 
 static unsigned int pool_mib;
 module_param(pool_mib, uint, 0444);
@@ -113,34 +112,6 @@ static DEFINE_MUTEX(pool_mutex);	/* target changes vs init/exit */
 static unsigned long target_blocks;	/* the admin's budget, in blocks */
 static struct shrinker *pool_shrinker;
 static struct kobject *pool_kobj;
-
-/*
- * 1 GiB-aligned physical runs: runs maps the run's index (pfn >> 18) to the
- * number of pool blocks in it; nr_full_runs counts runs with all 512.
- */
-static DEFINE_XARRAY(runs);
-static atomic_long_t nr_full_runs;
-
-static void runs_account(struct folio *folio, long delta)
-{
-	unsigned long run = folio_pfn(folio) >> (30 - PAGE_SHIFT);
-	unsigned long old, new;
-	void *entry;
-
-	xa_lock(&runs);
-	entry = xa_load(&runs, run);
-	old = entry ? xa_to_value(entry) : 0;
-	new = old + delta;
-	if (new)
-		__xa_store(&runs, run, xa_mk_value(new), GFP_ATOMIC);
-	else
-		__xa_erase(&runs, run);
-	xa_unlock(&runs);
-	if (new == POOL_RUN_BLOCKS)
-		atomic_long_inc(&nr_full_runs);
-	else if (old == POOL_RUN_BLOCKS)
-		atomic_long_dec(&nr_full_runs);
-}
 
 static struct node_pool *pool_of(int nid)
 {
@@ -199,11 +170,6 @@ static struct folio *zero_take_locked(struct node_pool *np)
 	return folio;
 }
 
-static void zero_block(struct folio *folio)
-{
-	zp_zero_folio(folio, true);
-}
-
 /*
  * Does the page allocator hand out a gfp allocation already zeroed? With
  * init_on_alloc (Debian's default) it clears every page it hands out, so a
@@ -213,12 +179,6 @@ static void zero_block(struct folio *folio)
 static bool allocator_zeroes(gfp_t gfp)
 {
 	return want_init_on_alloc(gfp) && !want_init_on_free();
-}
-
-static void free_block(struct folio *folio)
-{
-	runs_account(folio, -1);
-	folio_put(folio);
 }
 
 /* --- the per-node kthread: refill, zero, trim --- */
@@ -264,7 +224,6 @@ static bool refill_one(struct node_pool *np)
 		np->nr_dirty++;
 	}
 	spin_unlock(&np->lock);
-	runs_account(folio, 1);
 	return true;
 }
 
@@ -282,12 +241,12 @@ static bool zero_one(struct node_pool *np)
 	spin_unlock(&np->lock);
 	if (!folio)
 		return false;
-	zero_block(folio);
+	zp_zero_folio(folio, true);
 	spin_lock(&np->lock);
 	np->nr_zeroing--;
 	if (!zero_add_locked(np, folio)) {
 		spin_unlock(&np->lock);
-		free_block(folio);
+		folio_put(folio);
 		return true;
 	}
 	spin_unlock(&np->lock);
@@ -317,7 +276,7 @@ static bool trim_one(struct node_pool *np)
 		folio = take_block_locked(np);
 	spin_unlock(&np->lock);
 	if (folio)
-		free_block(folio);
+		folio_put(folio);
 	return folio;
 }
 
@@ -392,55 +351,57 @@ static int pool_thread(void *data)
 
 /* --- handing blocks out and taking note of returns --- */
 
+/*
+ * Take a zero block from the node, else a dirty one (*zero says which).
+ * Takes and drops np->lock; wakes the kthread once per burst of hand-outs
+ * (it then sleeps out the quiet period by itself: a wake-up per block cost
+ * an IPI each).
+ */
+static struct folio *node_take(struct node_pool *np, bool *zero)
+{
+	struct folio *folio;
+	bool wake;
+
+	spin_lock(&np->lock);
+	folio = zero_take_locked(np);
+	*zero = folio != NULL;
+	if (!folio) {
+		folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
+		if (folio) {
+			np->nr_dirty--;
+			list_del(&folio->lru);
+		}
+	}
+	np->last_get = jiffies;
+	wake = np->idle;
+	np->idle = false;
+	spin_unlock(&np->lock);
+	if (wake)
+		wake_up(&np->wait);
+	return folio;
+}
+
 struct folio *zp_pool_get(int nid, gfp_t gfp)
 {
 	struct node_pool *np = pool_of(nid);
-	struct folio *folio = NULL;
-	bool zero = false, wake;
+	bool zero = false, fresh = false;
+	struct folio *folio = np ? node_take(np, &zero) : NULL;
 
-	if (np) {
-		spin_lock(&np->lock);
-		folio = zero_take_locked(np);
-		if (folio) {
-			zero = true;
-		} else {
-			folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
-			if (folio) {
-				np->nr_dirty--;
-				list_del(&folio->lru);
-			}
-		}
-		np->last_get = jiffies;
-		wake = np->idle;
-		np->idle = false;
-		spin_unlock(&np->lock);
-		/* One wake-up per burst: the kthread then sleeps out the quiet
-		 * period by itself. A wake-up per block costs an IPI each. */
-		if (wake)
-			wake_up(&np->wait);
-	}
-	if (folio) {
-		runs_account(folio, -1);
-	} else {
-		folio = zp_folio_alloc_node(gfp | __GFP_COMP, ZP_BLOCK_ORDER,
-					    np ? np->nid : NUMA_NO_NODE);
+	if (!folio) {
+		folio = zp_folio_alloc_node(gfp, ZP_BLOCK_ORDER, np ? np->nid : NUMA_NO_NODE);
 		if (!folio)
 			return NULL;
 		atomic_long_inc(&counters.alloc_sync);
-		if (allocator_zeroes(gfp)) {
-			/* zeroed by the allocator, still on this fault's path */
-			atomic_long_inc(&counters.zeroed_sync);
-			zero = true;
-			goto out;
-		}
+		fresh = true;
 	}
-	if (!zero) {
-		zero_block(folio);
-		atomic_long_inc(&counters.zeroed_sync);
-	} else {
+	if (zero) {
 		atomic_long_inc(&counters.handed_zero);
+	} else {
+		/* zeroed on this fault's path, by the allocator or here */
+		if (!(fresh && allocator_zeroes(gfp)))
+			zp_zero_folio(folio, true);
+		atomic_long_inc(&counters.zeroed_sync);
 	}
-out:
 	atomic_long_inc(&counters.handed_out);
 	atomic_long_inc(&counters.inuse);
 	return folio;
@@ -456,25 +417,22 @@ void zp_pool_put_unused(struct folio *folio)
 		folio_put(folio);
 		return;
 	}
-	runs_account(folio, 1);
 	spin_lock(&np->lock);
 	if (!zero_add_locked(np, folio)) {
 		spin_unlock(&np->lock);
-		free_block(folio);
+		folio_put(folio);
 		return;
 	}
 	spin_unlock(&np->lock);
 	wake_up(&np->wait);	/* may now be over target */
 }
 
+/* Nothing for the kthread here: the folio goes to the page allocator once
+ * its last user lets go, and the pool's own count did not change. */
 void zp_pool_note_released(struct folio *folio)
 {
-	struct node_pool *np = pool_of(folio_nid(folio));
-
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.returned);
-	if (np)
-		wake_up(&np->wait);
 }
 
 /* --- budget --- */
@@ -538,7 +496,7 @@ static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 		spin_unlock(&np->lock);
 		if (!folio)
 			break;
-		free_block(folio);
+		folio_put(folio);
 		atomic_long_inc(&counters.shrunk);
 		freed += ZP_BLOCK_PAGES;
 	}
@@ -604,9 +562,38 @@ static ssize_t inuse_mib_show(struct kobject *k, struct kobj_attribute *a, char 
 	return sysfs_emit(buf, "%lu\n", BLOCKS_TO_MIB(atomic_long_read(&counters.inuse)));
 }
 
+/*
+ * 1 GiB-aligned physical ranges wholly made of a node's zero blocks, counted
+ * when asked rather than kept up to date on every hand-out. The zero
+ * xarray is walked under RCU without np->lock: a statistic, not a promise.
+ */
+static unsigned long full_runs(void)
+{
+	unsigned long index, run, n, full = 0;
+	struct folio *folio;
+	int nid;
+
+	for_each_node_state(nid, N_MEMORY) {
+		struct node_pool *np = node_pools[nid];
+
+		if (!np)
+			continue;
+		run = ULONG_MAX;
+		n = 0;
+		xa_for_each(&np->zero, index, folio) {
+			if (index / POOL_RUN_BLOCKS != run) {
+				run = index / POOL_RUN_BLOCKS;
+				n = 0;
+			}
+			full += ++n == POOL_RUN_BLOCKS;
+		}
+	}
+	return full;
+}
+
 static ssize_t runs_1g_show(struct kobject *k, struct kobj_attribute *a, char *buf)
 {
-	return sysfs_emit(buf, "%ld\n", atomic_long_read(&nr_full_runs));
+	return sysfs_emit(buf, "%lu\n", full_runs());
 }
 
 static struct kobj_attribute target_mib_attr = __ATTR(target_mib, 0644, target_mib_show, target_mib_store);
@@ -643,7 +630,7 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(refill_failed);
 	SHOW(inuse);
 #undef SHOW
-	seq_printf(m, "runs_1g %ld\n", atomic_long_read(&nr_full_runs));
+	seq_printf(m, "runs_1g %lu\n", full_runs());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(counters);
@@ -657,7 +644,7 @@ static void destroy_node(struct node_pool *np)
 	if (np->thread)
 		kthread_stop(np->thread);
 	while ((folio = take_block_locked(np)))
-		free_block(folio);
+		folio_put(folio);
 	xa_destroy(&np->zero);
 	node_pools[np->nid] = NULL;
 	kfree(np);
@@ -753,6 +740,4 @@ void zp_pool_exit(void)
 	kobject_put(pool_kobj);
 	zp_shrinker_destroy(pool_shrinker);
 	destroy_nodes();
-	WARN_ON(atomic_long_read(&nr_full_runs));
-	xa_destroy(&runs);
 }
