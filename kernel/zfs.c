@@ -14,10 +14,13 @@
  * such an EOF is mapped with PTEs. MAP_SHARED and MAP_PRIVATE (copy-on-write
  * into 4 KiB private copies) both work. Access past EOF raises SIGBUS.
  *
+ * A failed write or fallocate leaves no block past EOF.
+ *
  * Locking: inode_lock serialises size changes, writes and fallocate;
- * mapping->invalidate_lock is taken shared by faults that add folios and
- * exclusively by truncation and hole punching, so that used_blocks, kept
- * from the page cache's nrpages, is exact.
+ * mapping->invalidate_lock is taken shared by faults that add folios (they
+ * check EOF under it) and exclusively by truncation and hole punching, so
+ * that used_blocks, kept from the page cache's nrpages, is exact and no
+ * fault leaves a block past EOF.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": zeropinfs: " fmt
 
@@ -83,6 +86,43 @@ static bool charge_block(struct zfs_sb_info *sbi)
 static void uncharge_pages(struct super_block *sb, unsigned long pages)
 {
 	atomic_long_sub(pages / ZP_BLOCK_PAGES, &ZFS_SB(sb)->used_blocks);
+}
+
+/* The first page index past EOF. */
+static pgoff_t eof_index(struct inode *inode)
+{
+	return DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE);
+}
+
+/*
+ * Drop the blocks of [start, end] (end < 0: everything from start on) from
+ * the page cache, and from the mount's count. Takes invalidate_lock
+ * exclusively, so no fault adds a block meanwhile and nrpages tells exactly
+ * what left. Caller holds inode_lock and has already moved i_size where it
+ * shrinks the file: a fault checks EOF under invalidate_lock (shared), so
+ * it either sees the new size or adds a block this drop then removes.
+ */
+static void zfs_drop_blocks(struct inode *inode, loff_t start, loff_t end)
+{
+	struct address_space *mapping = inode->i_mapping;
+	unsigned long before;
+
+	filemap_invalidate_lock(mapping);
+	before = mapping->nrpages;
+	if (end < 0)
+		truncate_pagecache(inode, start);
+	else
+		truncate_pagecache_range(inode, start, end);
+	uncharge_pages(inode->i_sb, before - mapping->nrpages);
+	filemap_invalidate_unlock(mapping);
+}
+
+/* After a failed write or fallocate: no block stays past EOF, where nothing
+ * could reach it but it would still count against the mount. Caller holds
+ * inode_lock. */
+static void zfs_drop_past_eof(struct inode *inode)
+{
+	zfs_drop_blocks(inode, round_up(i_size_read(inode), ZP_BLOCK_SIZE), -1);
 }
 
 /* The n-th node (from 0) set in a nodemask. */
@@ -238,14 +278,11 @@ static void zfs_evict_inode(struct inode *inode)
 /* Shrink or grow to new_size (a multiple of 2 MiB). Caller holds inode_lock. */
 static void zfs_resize(struct inode *inode, loff_t new_size)
 {
-	struct address_space *mapping = inode->i_mapping;
-	unsigned long before;
+	loff_t old_size = i_size_read(inode);
 
-	filemap_invalidate_lock(mapping);
-	before = mapping->nrpages;
-	truncate_setsize(inode, new_size);
-	uncharge_pages(inode->i_sb, before - mapping->nrpages);
-	filemap_invalidate_unlock(mapping);
+	i_size_write(inode, new_size);
+	if (new_size < old_size)
+		zfs_drop_blocks(inode, new_size, -1);
 	zp_inode_touch(inode);
 }
 
@@ -376,9 +413,11 @@ static ssize_t zfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		cond_resched();
 	}
+	if (done && pos > i_size_read(inode))
+		i_size_write(inode, pos);
+	if (ret < 0)
+		zfs_drop_past_eof(inode);	/* a block taken for a failed copy */
 	if (done) {
-		if (pos > i_size_read(inode))
-			i_size_write(inode, pos);
 		iocb->ki_pos = pos;
 		zp_inode_touch(inode);
 		ret = done;
@@ -388,19 +427,9 @@ out:
 	return ret;
 }
 
-static int zfs_punch_hole(struct inode *inode, loff_t offset, loff_t len)
-{
-	struct address_space *mapping = inode->i_mapping;
-	unsigned long before;
-
-	filemap_invalidate_lock(mapping);
-	before = mapping->nrpages;
-	truncate_pagecache_range(inode, offset, offset + len - 1);
-	uncharge_pages(inode->i_sb, before - mapping->nrpages);
-	filemap_invalidate_unlock(mapping);
-	return 0;
-}
-
+/* Allocate every block of [offset, offset + len); on failure nothing stays
+ * past EOF (what lies inside EOF is simply allocated early). Caller holds
+ * inode_lock. */
 static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len)
 {
 	loff_t pos, end = offset + len;
@@ -413,8 +442,10 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 	for (pos = offset; pos < end; pos += ZP_BLOCK_SIZE) {
 		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT,
 				    zfs_block_node(NULL, pos >> PAGE_SHIFT), &folio);
-		if (ret)
+		if (ret) {
+			zfs_drop_past_eof(inode);
 			return ret;
+		}
 		folio_unlock(folio);
 		folio_put(folio);
 		cond_resched();
@@ -434,10 +465,12 @@ static long zfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len
 	if (!IS_ALIGNED(offset, ZP_BLOCK_SIZE) || !IS_ALIGNED(len, ZP_BLOCK_SIZE))
 		return -EINVAL;
 	inode_lock(inode);
-	if (mode & FALLOC_FL_PUNCH_HOLE)
-		ret = zfs_punch_hole(inode, offset, len);
-	else
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		zfs_drop_blocks(inode, offset, offset + len - 1);
+		ret = 0;
+	} else {
 		ret = zfs_allocate(inode, mode, offset, len);
+	}
 	if (!ret)
 		zp_inode_touch(inode);
 	inode_unlock(inode);
@@ -447,29 +480,45 @@ static long zfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len
 /* --- mmap --- */
 
 /*
- * A fault hands the core the locked, referenced folio; finish_fault() maps
- * a whole 2 MiB folio with one PMD when the address and offset line up.
+ * The locked, referenced folio for a fault at vmf->pgoff, allocated if the
+ * file has none there; the fault needs pages up to last inside EOF. EOF is
+ * checked under invalidate_lock (shared), which truncation takes
+ * exclusively after moving i_size, so no fault leaves a block past EOF.
+ * Caller holds the mmap lock (which keeps the vma's memory policy stable).
+ * Returns 0, -ERANGE past EOF, -ENOSPC (mount full) or -ENOMEM.
  */
-static vm_fault_t zfs_fault(struct vm_fault *vmf)
+static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **out)
 {
 	struct inode *inode = file_inode(vmf->vma->vm_file);
 	struct address_space *mapping = inode->i_mapping;
-	struct folio *folio;
-	int ret;
+	int ret = -ERANGE;
 
-	if (vmf->pgoff >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))
-		return VM_FAULT_SIGBUS;
 	filemap_invalidate_lock_shared(mapping);
-	ret = zfs_get_folio(inode, vmf->pgoff, zfs_block_node(vmf->vma, vmf->pgoff), &folio);
+	if (last < eof_index(inode))
+		ret = zfs_get_folio(inode, vmf->pgoff,
+				    zfs_block_node(vmf->vma, vmf->pgoff), out);
 	filemap_invalidate_unlock_shared(mapping);
-	if (ret)
-		return ret == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-	if (unlikely(folio->mapping != mapping ||
-		     vmf->pgoff >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))) {
-		folio_unlock(folio);
-		folio_put(folio);
-		return VM_FAULT_SIGBUS;		/* truncated under us */
-	}
+	return ret;
+}
+
+static vm_fault_t fault_error(int err)
+{
+	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+}
+
+/*
+ * The page-sized fault: hand the core the locked, referenced folio;
+ * finish_fault() maps a whole 2 MiB folio with one PMD when the address
+ * and offset line up. Truncation waits for the folio lock before it
+ * removes the folio, and unmaps it after.
+ */
+static vm_fault_t zfs_fault(struct vm_fault *vmf)
+{
+	struct folio *folio;
+	int err = zfs_fault_folio(vmf, vmf->pgoff, &folio);
+
+	if (err)
+		return fault_error(err);
 	vmf->page = folio_file_page(folio, vmf->pgoff);
 	return VM_FAULT_LOCKED;
 }
@@ -480,12 +529,10 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
  * skips the generic path's page-table preallocation and shared-fault
  * bookkeeping, which were half the cost of a fault in the lab. Anything it
  * cannot map with a PMD (misaligned mapping, EOF, a private mapping) falls
- * back to zfs_fault().
+ * back to zfs_fault(). Caller holds the mmap lock.
  */
 static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 {
-	struct inode *inode = file_inode(vmf->vma->vm_file);
-	struct address_space *mapping = inode->i_mapping;
 	pgoff_t start = round_down(vmf->pgoff, ZP_BLOCK_PAGES);
 	struct folio *folio;
 	vm_fault_t ret;
@@ -493,14 +540,13 @@ static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 
 	/* Private mappings take the generic path: a write there must copy,
 	 * and filemap_map_pages() would map the file's own folio writable. */
-	if (!ZP_FAULT_IS_PMD(size) || !(vmf->vma->vm_flags & VM_SHARED) ||
-	    start + ZP_BLOCK_PAGES > DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE))
+	if (!ZP_FAULT_IS_PMD(size) || !(vmf->vma->vm_flags & VM_SHARED))
 		return VM_FAULT_FALLBACK;
-	filemap_invalidate_lock_shared(mapping);
-	err = zfs_get_folio(inode, vmf->pgoff, zfs_block_node(vmf->vma, vmf->pgoff), &folio);
-	filemap_invalidate_unlock_shared(mapping);
+	err = zfs_fault_folio(vmf, start + ZP_BLOCK_PAGES - 1, &folio);
+	if (err == -ERANGE)
+		return VM_FAULT_FALLBACK;	/* a block crossing EOF: PTEs */
 	if (err)
-		return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+		return fault_error(err);
 	folio_unlock(folio);
 	ret = filemap_map_pages(vmf, start, start + ZP_BLOCK_PAGES - 1);
 	folio_put(folio);

@@ -234,9 +234,11 @@ TEST_F(zfs, mount_size_is_enforced)
 {
 	char *p;
 
-	/* more than the mount holds: ENOSPC, and what was taken stays counted */
+	/* more than the mount holds: ENOSPC, and nothing stays past EOF */
 	EXPECT_EQ(-1, fallocate(self->fd, 0, 0, MOUNT_SIZE + SZ_2M));
 	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(FILE_SIZE / 1024, used_kb());
+	ASSERT_EQ(0, fallocate(self->fd, 0, 0, MOUNT_SIZE));
 	EXPECT_EQ(MOUNT_SIZE / 1024, used_kb());
 	EXPECT_EQ(-1, pwrite(self->fd, "x", 1, MOUNT_SIZE + SZ_2M));
 	EXPECT_EQ(ENOSPC, errno);
@@ -244,7 +246,16 @@ TEST_F(zfs, mount_size_is_enforced)
 	p = map_file(self->fd, MOUNT_SIZE + 2 * SZ_2M, MAP_SHARED);
 	EXPECT_EQ(1, touch_raises_sigbus(p + MOUNT_SIZE + SZ_2M));
 	munmap(p, MOUNT_SIZE + 2 * SZ_2M);
+	EXPECT_EQ(MOUNT_SIZE / 1024, used_kb());
 	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	EXPECT_EQ(0, used_kb());
+}
+
+/* A write past EOF whose copy faults takes a block and gives it back. */
+TEST_F(zfs, failed_write_leaves_no_block)
+{
+	EXPECT_EQ(-1, pwrite(self->fd, (void *)8, 4096, FILE_SIZE + 4 * SZ_2M));
+	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(0, used_kb());
 }
 
