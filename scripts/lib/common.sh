@@ -34,6 +34,26 @@ kernel_abi() {
 	cat "$(kernel_dir "$1")/abi" 2>/dev/null || die "lab kernel $1 not fetched: run scripts/lab-kernel $1"
 }
 
+# Path of a package's .deb cached under build/kernels/debs, downloaded with
+# apt-get download first if missing (never installed). Newest version wins.
+cached_deb() {
+	local pkg="$1" debs="$ZP_BUILD/kernels/debs" deb
+	mkdir -p "$debs"
+	if ! ls "$debs/${pkg}_"*.deb >/dev/null 2>&1; then
+		log "downloading $pkg"
+		(cd "$debs" && apt-get download -q "$pkg" 2>&1 |
+			grep -v '^W: Download is performed unsandboxed' >&2 || true)
+	fi
+	deb=$(ls "$debs/${pkg}_"*.deb 2>/dev/null | sort -V | tail -n 1)
+	[ -n "$deb" ] || die "apt-get download $pkg failed"
+	echo "$deb"
+}
+
+# Stream the kernel source tarball (.tar.xz) out of a linux-source .deb.
+linux_source_tarball() {
+	dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards './usr/src/linux-source-*.tar.xz'
+}
+
 check_series() {
 	case "$1" in
 	6.12 | 6.1) ;;

@@ -20,8 +20,6 @@
 
 #include "vfio_edu.h"
 
-#define KSFT_FAIL 1
-
 /* edu BAR0 registers (hw/misc/edu.c) */
 #define EDU_REG_ID	0x00	/* reads 0x010000ed */
 #define EDU_REG_DMA_SRC	0x80
@@ -33,20 +31,6 @@
 
 /* Offsets __edu_verify() probes, per mapping: first, middle, last bytes. */
 #define EDU_VERIFY_CHUNK 512
-
-static void fail(const char *what, int err)
-{
-	fprintf(stderr, "# %s: %s\n", what, strerror(-err));
-	exit(KSFT_FAIL);
-}
-
-double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int read_hex(const char *dir, const char *name, unsigned long *val)
 {
@@ -120,7 +104,7 @@ int vfio_container_open(void)
 	int fd = __vfio_container_open();
 
 	if (fd < 0)
-		fail("open /dev/vfio/vfio", fd);
+		test_fail("open /dev/vfio/vfio", fd);
 	return fd;
 }
 
@@ -134,7 +118,7 @@ void vfio_set_iommu(int container, unsigned long type)
 	int ret = __vfio_set_iommu(container, type);
 
 	if (ret)
-		fail("VFIO_SET_IOMMU", ret);
+		test_fail("VFIO_SET_IOMMU", ret);
 }
 
 static int group_of(const char *bdf)
@@ -179,7 +163,7 @@ void edu_open(struct edu *e, int index)
 	int ret = __edu_open(e, index);
 
 	if (ret)
-		fail("open edu group", ret);
+		test_fail("open edu group", ret);
 }
 
 int __edu_attach(struct edu *e, int container)
@@ -192,7 +176,7 @@ void edu_attach(struct edu *e, int container)
 	int ret = __edu_attach(e, container);
 
 	if (ret)
-		fail("VFIO_GROUP_SET_CONTAINER", ret);
+		test_fail("VFIO_GROUP_SET_CONTAINER", ret);
 }
 
 static int region_info(int device, unsigned int index,
@@ -248,7 +232,7 @@ void edu_get_device(struct edu *e)
 	int ret = __edu_get_device(e);
 
 	if (ret)
-		fail("edu device setup", ret);
+		test_fail("edu device setup", ret);
 }
 
 void edu_close(struct edu *e)
@@ -294,7 +278,7 @@ void vfio_map(int container, void *vaddr, uint64_t iova, uint64_t size)
 			     VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
 
 	if (ret)
-		fail("VFIO_IOMMU_MAP_DMA", ret);
+		test_fail("VFIO_IOMMU_MAP_DMA", ret);
 }
 
 int __vfio_unmap(int container, uint64_t iova, uint64_t size, uint32_t flags,
@@ -322,7 +306,7 @@ void vfio_unmap(int container, uint64_t iova, uint64_t size)
 	if (!ret && unmapped != size)
 		ret = -EIO;
 	if (ret)
-		fail("VFIO_IOMMU_UNMAP_DMA", ret);
+		test_fail("VFIO_IOMMU_UNMAP_DMA", ret);
 }
 
 static inline void reg_write(struct edu *e, unsigned int reg, uint64_t val)
@@ -395,5 +379,5 @@ void edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size)
 	int ret = __edu_verify(e, buf, iova, size);
 
 	if (ret)
-		fail("edu DMA round trip", ret);
+		test_fail("edu DMA round trip", ret);
 }

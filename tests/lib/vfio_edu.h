@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define EDU_VENDOR	0x1234
 #define EDU_DEVICE	0x11e8
 
@@ -79,8 +81,5 @@ int __edu_dma(struct edu *e, uint64_t iova, uint32_t len, bool to_ram);
  */
 int __edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size);
 void edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size);
-
-/* Milliseconds on CLOCK_MONOTONIC, for benchmarks. */
-double now_ms(void);
 
 #endif /* VFIO_EDU_H */

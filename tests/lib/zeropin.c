@@ -13,16 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "vfio_edu.h"
+#include "util.h"
 #include "zeropin.h"
-
-#define KSFT_FAIL 1
-
-static void fail(const char *what, int err)
-{
-	fprintf(stderr, "# %s: %s\n", what, strerror(-err));
-	exit(KSFT_FAIL);
-}
 
 int __zeropin_load(const char *params)
 {
@@ -40,7 +32,7 @@ void zeropin_load(const char *params)
 	int ret = __zeropin_load(params);
 
 	if (ret)
-		fail("load zeropin.ko", ret);
+		test_fail("load zeropin.ko", ret);
 }
 
 int __zeropin_unload(void)
@@ -98,7 +90,7 @@ void pool_write(const char *name, long value)
 	int ret = __pool_write(name, value);
 
 	if (ret)
-		fail(name, ret);
+		test_fail(name, ret);
 }
 
 int pool_wait(const char *name, long want, int timeout_ms)
@@ -140,13 +132,13 @@ void zfs_mount(const char *dir, const char *opts)
 	int ret = __zfs_mount(dir, opts);
 
 	if (ret)
-		fail("mount zeropinfs", ret);
+		test_fail("mount zeropinfs", ret);
 }
 
 void zfs_umount(const char *dir)
 {
 	if (umount(dir))
-		fail("umount zeropinfs", -errno);
+		test_fail("umount zeropinfs", -errno);
 }
 
 int zfs_create(const char *path, size_t size)
@@ -154,9 +146,9 @@ int zfs_create(const char *path, size_t size)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
 	if (fd < 0)
-		fail(path, -errno);
+		test_fail(path, -errno);
 	if (ftruncate(fd, size))
-		fail("ftruncate", -errno);
+		test_fail("ftruncate", -errno);
 	return fd;
 }
 
@@ -165,7 +157,7 @@ void *map_file(int fd, size_t size, int flags)
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, fd, 0);
 
 	if (p == MAP_FAILED)
-		fail("mmap", -errno);
+		test_fail("mmap", -errno);
 	return p;
 }
 
@@ -183,21 +175,6 @@ void touch_range(void *addr, size_t size, bool write)
 		else
 			(void)p[off];
 	}
-}
-
-bool all_bytes(const void *p, int c, size_t len)
-{
-	const uint64_t *w = p;
-	uint64_t want = 0x0101010101010101ull * (uint8_t)c;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		if (w[i] != want)
-			return false;
-	for (i = len & ~7ul; i < len; i++)
-		if (((const uint8_t *)p)[i] != (uint8_t)c)
-			return false;
-	return true;
 }
 
 /* Which vma of an smaps file a lookup wants. */

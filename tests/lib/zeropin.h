@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util.h"
+
 #define ZEROPIN_KO	"/lib/zeropin/zeropin.ko"
 #define ZEROPIN_SYSFS	"/sys/kernel/zeropin"
 #define ZEROPIN_POOL	ZEROPIN_SYSFS "/pool"
@@ -44,8 +46,6 @@ int zfs_create(const char *path, size_t size);
 void *map_file(int fd, size_t size, int flags);
 /* Fault in one byte per 4 KiB page (write when write is set). */
 void touch_range(void *addr, size_t size, bool write);
-/* True when every byte is c. */
-bool all_bytes(const void *p, int c, size_t len);
 /* A field of /proc/self/smaps (e.g. "FilePmdMapped") for the vma holding
  * addr, in kB; negative errno when not found. */
 long smaps_kb(const void *addr, const char *field);

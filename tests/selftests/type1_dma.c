@@ -64,17 +64,6 @@ FIXTURE_TEARDOWN(type1)
 	buffer_free(&self->buf);
 }
 
-static bool all_bytes(const void *p, int c, size_t len)
-{
-	const uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != c)
-			return false;
-	return true;
-}
-
 TEST_F(type1, map_dma_roundtrip_unmap)
 {
 	vfio_map(self->container, self->buf.addr, IOVA_BASE, self->buf.size);

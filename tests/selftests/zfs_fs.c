@@ -254,7 +254,9 @@ TEST_F(zfs, mount_size_is_enforced)
 /* A write past EOF whose copy faults takes a block and gives it back. */
 TEST_F(zfs, failed_write_leaves_no_block)
 {
-	EXPECT_EQ(-1, pwrite(self->fd, (void *)8, 4096, FILE_SIZE + 4 * SZ_2M));
+	void *volatile unmapped = (void *)8;
+
+	EXPECT_EQ(-1, pwrite(self->fd, unmapped, 4096, FILE_SIZE + 4 * SZ_2M));
 	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(0, used_kb());
 }

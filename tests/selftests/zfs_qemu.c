@@ -73,7 +73,7 @@ FIXTURE_TEARDOWN(qemu)
 /* Start QEMU paused (-S) with the HMP monitor on a pipe. */
 static pid_t start_qemu(const char *mem_path, const char *bdf, int *monitor)
 {
-	char object[256], device[64];
+	char object[512], device[320];
 	int fds[2];
 	pid_t pid;
 

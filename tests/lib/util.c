@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+/* util.c - see util.h. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+#define KSFT_FAIL 1
+
+void test_fail(const char *what, int err)
+{
+	fprintf(stderr, "# %s: %s\n", what, strerror(-err));
+	exit(KSFT_FAIL);
+}
+
+double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+bool all_bytes(const void *p, int c, size_t len)
+{
+	const uint64_t *w = p;
+	uint64_t want = 0x0101010101010101ull * (uint8_t)c;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] != want)
+			return false;
+	for (i = len & ~7ul; i < len; i++)
+		if (((const uint8_t *)p)[i] != (uint8_t)c)
+			return false;
+	return true;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* util.h - small helpers every test library and test shares. */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Print "# what: strerror(-err)" and exit with KSFT_FAIL, which the
+ * kselftest harness reports as a failed test: what foo() does when its
+ * __foo() returned an errno. */
+void test_fail(const char *what, int err) __attribute__((noreturn));
+
+/* Milliseconds on CLOCK_MONOTONIC, for benchmarks. */
+double now_ms(void);
+
+/* True when every byte of [p, p + len) is c. */
+bool all_bytes(const void *p, int c, size_t len);
+
+#endif /* TEST_UTIL_H */
