@@ -198,6 +198,8 @@ static bool may_refill(struct node_pool *np)
 	       !time_before(jiffies, np->last_get + POOL_REFILL_QUIET);
 }
 
+/* Take one fresh block from the page allocator if the node may refill.
+ * Kthread only; takes np->lock, drops it around the allocation. */
 static bool refill_one(struct node_pool *np)
 {
 	struct folio *folio;
@@ -227,6 +229,8 @@ static bool refill_one(struct node_pool *np)
 	return true;
 }
 
+/* Zero one dirty block. Kthread only; np->lock is dropped while zeroing
+ * (the block is counted in nr_zeroing meanwhile). */
 static bool zero_one(struct node_pool *np)
 {
 	struct folio *folio;
@@ -267,6 +271,8 @@ static struct folio *take_block_locked(struct node_pool *np)
 	return folio;
 }
 
+/* Give one block back if the node holds more than its target. Takes and
+ * drops np->lock; the block is freed outside it. */
 static bool trim_one(struct node_pool *np)
 {
 	struct folio *folio = NULL;
@@ -481,6 +487,8 @@ static unsigned long pool_count(struct shrinker *s, struct shrink_control *sc)
 	return n ? n : SHRINK_EMPTY;
 }
 
+/* Free blocks of node sc->nid, dirty first, one np->lock section per
+ * block; never sleeps. Refill then backs off POOL_SHRINK_BACKOFF. */
 static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 {
 	struct node_pool *np = node_pools[sc->nid];
