@@ -10,8 +10,11 @@
 #include <linux/version.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
+#include <linux/iommu.h>
+#include <linux/irqdomain.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/scatterlist.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 
@@ -126,6 +129,48 @@ typedef enum page_entry_size zp_fault_size_t;
 	((mode) == MPOL_INTERLEAVE || (mode) == MPOL_WEIGHTED_INTERLEAVE)
 #else
 #define ZP_MPOL_IS_INTERLEAVE(mode) ((mode) == MPOL_INTERLEAVE)
+#endif
+
+/* --- IOMMU API: map calls take a gfp since 6.3 --- */
+static inline ssize_t zp_iommu_map_sg(struct iommu_domain *domain, unsigned long iova,
+				      struct scatterlist *sg, unsigned int nents, int prot)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	return iommu_map_sg(domain, iova, sg, nents, prot, GFP_KERNEL_ACCOUNT);
+#else
+	return iommu_map_sg(domain, iova, sg, nents, prot);
+#endif
+}
+
+/* --- IOMMU API: a paging domain for a device; by bus before 6.11 --- */
+static inline struct iommu_domain *zp_iommu_domain_alloc(struct device *dev)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	return iommu_paging_domain_alloc(dev);
+#else
+	struct iommu_domain *domain = iommu_domain_alloc(dev->bus);
+
+	return domain ? domain : ERR_PTR(-ENODEV);
+#endif
+}
+
+/* --- MSI isolation (interrupt remapping) of a group; a helper since 6.2 --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+static inline bool zp_group_msi_isolated(struct iommu_group *group)
+{
+	return iommu_group_has_isolated_msi(group);
+}
+#else
+static inline int zp_dev_intr_remap(struct device *dev, void *unused)
+{
+	return device_iommu_capable(dev, IOMMU_CAP_INTR_REMAP);
+}
+
+static inline bool zp_group_msi_isolated(struct iommu_group *group)
+{
+	return irq_domain_check_msi_remap() ||
+	       iommu_group_for_each_dev(group, NULL, zp_dev_intr_remap);
+}
 #endif
 
 /*

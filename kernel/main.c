@@ -15,6 +15,7 @@
 #include <linux/sysfs.h>
 
 #include "compat.h"
+#include "iommu.h"
 #include "pool.h"
 #include "zeropin.h"
 #include "zfs.h"
@@ -75,9 +76,14 @@ static int __init zeropin_init(void)
 	ret = zp_zfs_init();
 	if (ret)
 		goto err_pool;
+	ret = zp_iommu_init(zeropin_debugfs);
+	if (ret)
+		goto err_zfs;
 	pr_info("version %s loaded\n", ZEROPIN_VERSION);
 	return 0;
 
+err_zfs:
+	zp_zfs_exit();
 err_pool:
 	zp_pool_exit();
 err_sysfs:
@@ -90,6 +96,7 @@ err:
 
 static void __exit zeropin_exit(void)
 {
+	zp_iommu_exit();
 	zp_zfs_exit();
 	zp_pool_exit();
 	debugfs_remove(zeropin_debugfs);

@@ -18,6 +18,7 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
+#include "vfio_driver.h"
 #include "vfio_edu.h"
 
 /* edu BAR0 registers (hw/misc/edu.c) */
@@ -108,9 +109,22 @@ int vfio_container_open(void)
 	return fd;
 }
 
+/*
+ * SET_IOMMU, and when a test chose a driver (vfio_driver_use()), check that
+ * a TYPE1v2 container went to it: -EPROTO if it did not.
+ */
 int __vfio_set_iommu(int container, unsigned long type)
 {
-	return ioctl(container, VFIO_SET_IOMMU, type) ? -errno : 0;
+	long before = zeropin_containers();
+	bool zeropin;
+
+	if (ioctl(container, VFIO_SET_IOMMU, type))
+		return -errno;
+	zeropin = zeropin_containers() > before;
+	if (type == VFIO_TYPE1v2_IOMMU && vfio_driver_expected() >= 0 &&
+	    zeropin != (vfio_driver_expected() == DRIVER_ZEROPIN))
+		return -EPROTO;
+	return 0;
 }
 
 void vfio_set_iommu(int container, unsigned long type)

@@ -105,11 +105,12 @@ int pool_wait(const char *name, long want, int timeout_ms)
 	return 0;
 }
 
-long pool_counter(const char *name)
+/* A "name value" line of a debugfs counters file. */
+static long counters_read(const char *file, const char *name)
 {
 	char line[128], key[64];
 	long val, ret = -ENOENT;
-	FILE *f = fopen(ZEROPIN_COUNTERS, "r");
+	FILE *f = fopen(file, "r");
 
 	if (!f)
 		return -errno;
@@ -117,6 +118,32 @@ long pool_counter(const char *name)
 		if (sscanf(line, "%63s %ld", key, &val) == 2 && !strcmp(key, name))
 			ret = val;
 	fclose(f);
+	return ret;
+}
+
+long pool_counter(const char *name)
+{
+	return counters_read(ZEROPIN_COUNTERS, name);
+}
+
+long iommu_counter(const char *name)
+{
+	return counters_read(ZEROPIN_IOMMU_COUNTERS, name);
+}
+
+int __zeropin_param_write(const char *name, long value)
+{
+	char path[256], buf[32];
+	int fd, len, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/zeropin/parameters/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%ld\n", value);
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
 	return ret;
 }
 

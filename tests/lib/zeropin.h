@@ -17,6 +17,7 @@
 #define ZEROPIN_SYSFS	"/sys/kernel/zeropin"
 #define ZEROPIN_POOL	ZEROPIN_SYSFS "/pool"
 #define ZEROPIN_COUNTERS "/sys/kernel/debug/zeropin/pool_counters"
+#define ZEROPIN_IOMMU_COUNTERS "/sys/kernel/debug/zeropin/iommu_counters"
 #define ZFS_MNT		"/mnt/zeropinfs"
 #define SZ_2M		(2ul << 20)
 
@@ -35,6 +36,10 @@ void pool_write(const char *name, long value);
 int pool_wait(const char *name, long want, int timeout_ms);
 /* A counter from debugfs zeropin/pool_counters, or a negative errno. */
 long pool_counter(const char *name);
+/* A counter from debugfs zeropin/iommu_counters (the VFIO backend). */
+long iommu_counter(const char *name);
+/* Write /sys/module/zeropin/parameters/NAME; 0 or -errno. */
+int __zeropin_param_write(const char *name, long value);
 
 int __zfs_mount(const char *dir, const char *opts);
 void zfs_mount(const char *dir, const char *opts);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * type1_dma - stock vfio_iommu_type1 (TYPE1v2) through the lab's emulated
- * VT-d: a mapped buffer is reached by real edu DMA in both directions, an
- * unmapped IOVA is not, and the IOMMU reports the fault. Run over every
- * backing; later the same contract runs against zeropin's backend.
+ * vfio_dma - a TYPE1v2 container through the lab's emulated VT-d: a mapped
+ * buffer is reached by real edu DMA in both directions, an unmapped IOVA
+ * is not, and the IOMMU reports the fault. Run over every backing, against
+ * stock vfio_iommu_type1 and against zeropin's backend: the same contract.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -14,6 +14,7 @@
 #include "kselftest_harness.h"
 #include "backing.h"
 #include "kmsg.h"
+#include "vfio_driver.h"
 #include "vfio_edu.h"
 
 /* IOVAs above 4 GiB keep clear of the x86 MSI window at 0xfee00000. */
@@ -25,26 +26,35 @@
 /* Marker written over buffers to show that a faulting DMA left them alone. */
 #define POISON		0x5a
 
-FIXTURE(type1) {
+FIXTURE(vfio) {
 	struct edu edu;		/* the edu device, attached and ready */
 	int container;		/* its container, TYPE1v2 */
 	struct buffer buf;	/* guest-RAM stand-in of the variant's backing */
 };
 
-FIXTURE_VARIANT(type1) {
+FIXTURE_VARIANT(vfio) {
+	enum vfio_driver driver;
 	enum backing backing;
 	size_t size;
 };
 
-FIXTURE_VARIANT_ADD(type1, anon4k) { .backing = BACKING_ANON_4K, .size = SMALL_SIZE };
-FIXTURE_VARIANT_ADD(type1, thp) { .backing = BACKING_THP, .size = SMALL_SIZE };
-FIXTURE_VARIANT_ADD(type1, hugetlb2m) { .backing = BACKING_HUGETLB_2M, .size = SMALL_SIZE };
-FIXTURE_VARIANT_ADD(type1, hugetlb1g) { .backing = BACKING_HUGETLB_1G, .size = 1ul << 30 };
+/* One variant per driver and backing: type1_thp, zeropin_thp, ... */
+#define VARIANT(name, drv, b, sz)						\
+	FIXTURE_VARIANT_ADD(vfio, name) { .driver = drv, .backing = b, .size = sz }
+VARIANT(type1_anon4k, DRIVER_TYPE1, BACKING_ANON_4K, SMALL_SIZE);
+VARIANT(type1_thp, DRIVER_TYPE1, BACKING_THP, SMALL_SIZE);
+VARIANT(type1_hugetlb2m, DRIVER_TYPE1, BACKING_HUGETLB_2M, SMALL_SIZE);
+VARIANT(type1_hugetlb1g, DRIVER_TYPE1, BACKING_HUGETLB_1G, 1ul << 30);
+VARIANT(zeropin_anon4k, DRIVER_ZEROPIN, BACKING_ANON_4K, SMALL_SIZE);
+VARIANT(zeropin_thp, DRIVER_ZEROPIN, BACKING_THP, SMALL_SIZE);
+VARIANT(zeropin_hugetlb2m, DRIVER_ZEROPIN, BACKING_HUGETLB_2M, SMALL_SIZE);
+VARIANT(zeropin_hugetlb1g, DRIVER_ZEROPIN, BACKING_HUGETLB_1G, 1ul << 30);
 
-FIXTURE_SETUP(type1)
+FIXTURE_SETUP(vfio)
 {
 	int ret;
 
+	vfio_driver_use(variant->driver);
 	ret = __buffer_alloc(&self->buf, variant->backing, variant->size);
 	if (ret && variant->backing == BACKING_HUGETLB_1G &&
 	    access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
@@ -56,7 +66,7 @@ FIXTURE_SETUP(type1)
 	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
 }
 
-FIXTURE_TEARDOWN(type1)
+FIXTURE_TEARDOWN(vfio)
 {
 	edu_close(&self->edu);
 	if (self->container > 0)
@@ -64,14 +74,14 @@ FIXTURE_TEARDOWN(type1)
 	buffer_free(&self->buf);
 }
 
-TEST_F(type1, map_dma_roundtrip_unmap)
+TEST_F(vfio, map_dma_roundtrip_unmap)
 {
 	vfio_map(self->container, self->buf.addr, IOVA_BASE, self->buf.size);
 	edu_verify(&self->edu, self->buf.addr, IOVA_BASE, self->buf.size);
 	vfio_unmap(self->container, IOVA_BASE, self->buf.size);
 }
 
-TEST_F(type1, untouched_memory_reads_zero_through_dma)
+TEST_F(vfio, untouched_memory_reads_zero_through_dma)
 {
 	uint8_t *p = self->buf.addr;
 
@@ -84,7 +94,7 @@ TEST_F(type1, untouched_memory_reads_zero_through_dma)
 	vfio_unmap(self->container, IOVA_BASE, self->buf.size);
 }
 
-TEST_F(type1, dma_after_unmap_leaves_memory_untouched)
+TEST_F(vfio, dma_after_unmap_leaves_memory_untouched)
 {
 	size_t len = 2048;
 
@@ -97,14 +107,19 @@ TEST_F(type1, dma_after_unmap_leaves_memory_untouched)
 	EXPECT_TRUE(all_bytes(self->buf.addr, POISON, len));
 }
 
-/* One fault per boot: DMAR fault reports are rate-limited. */
-TEST(dma_to_unmapped_iova_faults)
+/*
+ * DMA to an IOVA nothing maps: memory stays untouched and the IOMMU logs a
+ * fault. Once per driver; DMAR fault reports are rate-limited (10 per 5 s).
+ */
+static void dma_to_unmapped_iova_faults(struct __test_metadata *_metadata,
+					enum vfio_driver driver)
 {
 	struct buffer buf;
 	struct edu edu;
 	int container, faults;
 	size_t size = 1ul << 20;
 
+	vfio_driver_use(driver);
 	buffer_alloc(&buf, BACKING_ANON_4K, size);
 	container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
 	vfio_map(container, buf.addr, IOVA_BASE, size);
@@ -120,6 +135,16 @@ TEST(dma_to_unmapped_iova_faults)
 	edu_close(&edu);
 	close(container);
 	buffer_free(&buf);
+}
+
+TEST(type1_dma_to_unmapped_iova_faults)
+{
+	dma_to_unmapped_iova_faults(_metadata, DRIVER_TYPE1);
+}
+
+TEST(zeropin_dma_to_unmapped_iova_faults)
+{
+	dma_to_unmapped_iova_faults(_metadata, DRIVER_ZEROPIN);
 }
 
 TEST_HARNESS_MAIN

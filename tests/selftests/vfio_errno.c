@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * type1_errno - the errnos stock vfio_iommu_type1 (TYPE1v2) gives for bad
- * MAP_DMA and UNMAP_DMA requests. This is the contract zeropin's backend
- * must keep, and each failed request must leave nothing mapped.
+ * vfio_errno - the errnos stock vfio_iommu_type1 (TYPE1v2) gives for bad
+ * MAP_DMA and UNMAP_DMA requests, and type1v2's unmap rules. This is the
+ * contract zeropin's backend must keep, so every test runs against both;
+ * each failed request must leave nothing mapped.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -13,6 +14,7 @@
 
 #include "kselftest_harness.h"
 #include "backing.h"
+#include "vfio_driver.h"
 #include "vfio_edu.h"
 
 #define IOVA_BASE	0x100000000ull
@@ -27,8 +29,16 @@ FIXTURE(bad_request) {
 	struct buffer buf;	/* 4 MiB of 4K anonymous memory */
 };
 
+FIXTURE_VARIANT(bad_request) {
+	enum vfio_driver driver;
+};
+
+FIXTURE_VARIANT_ADD(bad_request, type1) { .driver = DRIVER_TYPE1 };
+FIXTURE_VARIANT_ADD(bad_request, zeropin) { .driver = DRIVER_ZEROPIN };
+
 FIXTURE_SETUP(bad_request)
 {
+	vfio_driver_use(variant->driver);
 	buffer_alloc(&self->buf, BACKING_ANON_4K, BUF_SIZE);
 	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
 }

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dma.c - the DMA mappings of a zeropin container: VFIO_IOMMU_MAP_DMA and
+ * UNMAP_DMA with type1v2's semantics and errnos, and replaying them into
+ * an IOMMU domain that joins later.
+ *
+ * A mapping is pinned once (pin.c) and then written into every domain of
+ * the container. Its runs go to the IOMMU a chunk at a time through
+ * iommu_map_sg(), which picks the largest page size each run allows and
+ * syncs the IOTLB once per chunk rather than once per run. Unmapping is
+ * one iommu_unmap() of the whole range per domain (one IOTLB sync), then
+ * the runs are unpinned.
+ *
+ * Locking: every function here runs under zp_container.lock, which also
+ * covers the pinning (as type1 pins under its container lock).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": dma: " fmt
+
+#include <linux/rbtree.h>
+#include <linux/scatterlist.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "compat.h"
+#include "iommu.h"
+
+/* Largest scatterlist entry: sg lengths are 32-bit. iommu_map_sg() joins
+ * consecutive entries again, so a longer run is just split. */
+#define ZP_SG_MAX_BYTES	(1UL << 30)
+
+/* The mapping containing iova, or the first one after it; NULL if none. */
+static struct zp_dma *zp_dma_find_from(struct zp_container *c, dma_addr_t iova)
+{
+	struct rb_node *n = c->dmas.rb_node;
+	struct zp_dma *best = NULL;
+
+	while (n) {
+		struct zp_dma *dma = rb_entry(n, struct zp_dma, node);
+
+		if (iova < dma->iova) {
+			best = dma;
+			n = n->rb_left;
+		} else if (iova >= dma->iova + dma->size) {
+			n = n->rb_right;
+		} else {
+			return dma;
+		}
+	}
+	return best;
+}
+
+/* A mapping overlapping [start, last], or NULL. */
+static struct zp_dma *zp_dma_find(struct zp_container *c, u64 start, u64 last)
+{
+	struct zp_dma *dma = zp_dma_find_from(c, start);
+
+	return dma && dma->iova <= last ? dma : NULL;
+}
+
+static struct zp_dma *zp_dma_next(struct zp_dma *dma)
+{
+	struct rb_node *n = rb_next(&dma->node);
+
+	return n ? rb_entry(n, struct zp_dma, node) : NULL;
+}
+
+static void zp_dma_link(struct zp_container *c, struct zp_dma *new)
+{
+	struct rb_node **link = &c->dmas.rb_node, *parent = NULL;
+
+	while (*link) {
+		struct zp_dma *dma = rb_entry(*link, struct zp_dma, node);
+
+		parent = *link;
+		link = new->iova < dma->iova ? &parent->rb_left : &parent->rb_right;
+	}
+	rb_link_node(&new->node, parent, link);
+	rb_insert_color(&new->node, &c->dmas);
+}
+
+bool zp_iova_valid(struct zp_container *c, u64 start, u64 last)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_ranges; i++)
+		if (start >= c->ranges[i].start && last <= c->ranges[i].last)
+			return true;
+	return false;
+}
+
+bool zp_dma_fit(struct zp_container *c, const struct zp_iova_range *r,
+		unsigned int nr)
+{
+	struct rb_node *n;
+	unsigned int i;
+
+	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
+		struct zp_dma *dma = rb_entry(n, struct zp_dma, node);
+		u64 last = dma->iova + dma->size - 1;
+
+		for (i = 0; i < nr; i++)
+			if (dma->iova >= r[i].start && last <= r[i].last)
+				break;
+		if (i == nr)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Count the IOMMU entries a contiguous piece takes: the largest page size
+ * the domain supports wherever IOVA and physical address are aligned to
+ * it together, smaller ones at the unaligned ends (what iommu_map() does).
+ */
+static void zp_count_entries(u64 iova, phys_addr_t phys, u64 len,
+			     unsigned long pgsizes)
+{
+	unsigned long sz;
+	u64 head, tail;
+	int bit;
+
+	for (bit = fls_long(pgsizes) - 1; bit >= PAGE_SHIFT; bit--) {
+		sz = 1UL << bit;
+		if (!(pgsizes & sz) || ((iova ^ phys) & (sz - 1)))
+			continue;
+		head = ALIGN(iova, sz);
+		tail = ALIGN_DOWN(iova + len, sz);
+		if (head >= tail)
+			continue;
+		if (sz == SZ_1G)
+			zp_stat_add(entries_1g, (tail - head) / sz);
+		else if (sz == SZ_2M)
+			zp_stat_add(entries_2m, (tail - head) / sz);
+		else
+			zp_stat_add(entries_4k, (tail - head) / sz);
+		zp_count_entries(iova, phys, head - iova, sz - 1);
+		zp_count_entries(tail, phys + (tail - iova), iova + len - tail, sz - 1);
+		return;
+	}
+}
+
+static void zp_count_chunk_entries(struct zp_domain *d, dma_addr_t iova,
+				   struct zp_run_chunk *chunk)
+{
+	unsigned int i;
+
+	for (i = 0; i < chunk->nr; i++) {
+		size_t len = chunk->run[i].npages << PAGE_SHIFT;
+
+		zp_count_entries(iova, PFN_PHYS(chunk->run[i].pfn), len,
+				 d->domain->pgsize_bitmap);
+		iova += len;
+	}
+}
+
+/* Scatterlist entries a chunk's runs need (runs split at ZP_SG_MAX_BYTES). */
+static unsigned int zp_chunk_nents(struct zp_run_chunk *chunk, size_t *bytes)
+{
+	unsigned int i, nents = 0;
+
+	*bytes = 0;
+	for (i = 0; i < chunk->nr; i++) {
+		size_t len = chunk->run[i].npages << PAGE_SHIFT;
+
+		nents += DIV_ROUND_UP(len, ZP_SG_MAX_BYTES);
+		*bytes += len;
+	}
+	return nents;
+}
+
+/* Map one chunk of runs at iova into d with one iommu_map_sg(). */
+static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
+			struct zp_run_chunk *chunk, int prot, size_t *mapped)
+{
+	struct scatterlist *sg;
+	struct sg_table sgt;
+	unsigned int i, nents = zp_chunk_nents(chunk, mapped);
+	ssize_t ret;
+
+	if (sg_alloc_table(&sgt, nents, GFP_KERNEL))
+		return -ENOMEM;
+	sg = sgt.sgl;
+	for (i = 0; i < chunk->nr; i++) {
+		struct page *page = pfn_to_page(chunk->run[i].pfn);
+		size_t left = chunk->run[i].npages << PAGE_SHIFT;
+
+		while (left) {
+			size_t len = min_t(size_t, left, ZP_SG_MAX_BYTES);
+
+			sg_set_page(sg, page, len, 0);
+			page = nth_page(page, len >> PAGE_SHIFT);
+			left -= len;
+			sg = sg_next(sg);
+		}
+	}
+	ret = zp_iommu_map_sg(d->domain, iova, sgt.sgl, nents, prot | IOMMU_CACHE);
+	zp_stat_inc(iommu_map_calls);
+	sg_free_table(&sgt);
+	if (ret == *mapped) {
+		zp_count_chunk_entries(d, iova, chunk);
+		return 0;
+	}
+	if (ret > 0)	/* short: iommu_map_sg() unmaps nothing on its own then */
+		iommu_unmap(d->domain, iova, ret);
+	return ret < 0 ? ret : -EFAULT;
+}
+
+/* Write every run of dma into d. On failure nothing of dma stays in d. */
+static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d)
+{
+	struct zp_run_chunk *chunk;
+	size_t done = 0, len;
+	int ret;
+
+	zp_for_each_chunk(&dma->pinned, chunk) {
+		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, &len);
+		if (ret) {
+			if (done)
+				iommu_unmap(d->domain, dma->iova, done);
+			return ret;
+		}
+		done += len;
+	}
+	return 0;
+}
+
+static void zp_dma_unmap_domain(struct zp_dma *dma, struct zp_domain *d)
+{
+	size_t done = iommu_unmap(d->domain, dma->iova, dma->size);
+
+	zp_stat_inc(iommu_unmap_calls);
+	WARN_ONCE(done != dma->size, "unmapped %zu of %zu bytes at %pad\n",
+		  done, dma->size, &dma->iova);
+}
+
+/* Out of every domain, unpinned, uncharged and freed. */
+static void zp_dma_remove(struct zp_container *c, struct zp_dma *dma)
+{
+	struct zp_domain *d;
+
+	list_for_each_entry(d, &c->domains, node)
+		zp_dma_unmap_domain(dma, d);
+	zp_pinned_release(&dma->pinned, dma->prot & IOMMU_WRITE);
+	rb_erase(&dma->node, &c->dmas);
+	kfree(dma);
+	c->dma_avail++;
+}
+
+void zp_dma_remove_all(struct zp_container *c)
+{
+	struct rb_node *n;
+
+	while ((n = rb_first(&c->dmas))) {
+		zp_dma_remove(c, rb_entry(n, struct zp_dma, node));
+		cond_resched();
+	}
+}
+
+/* Map dma into every domain; on failure into none. */
+static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma)
+{
+	struct zp_domain *d;
+	int ret;
+
+	list_for_each_entry(d, &c->domains, node) {
+		ret = zp_dma_map_domain(dma, d);
+		if (ret)
+			goto unwind;
+	}
+	return 0;
+unwind:
+	list_for_each_entry_continue_reverse(d, &c->domains, node)
+		zp_dma_unmap_domain(dma, d);
+	return ret;
+}
+
+int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
+{
+	struct zp_dma *dma, *undo;
+	struct rb_node *n;
+	int ret;
+
+	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
+		dma = rb_entry(n, struct zp_dma, node);
+		ret = zp_dma_map_domain(dma, d);
+		if (ret)
+			goto unwind;
+	}
+	return 0;
+unwind:
+	for (n = rb_first(&c->dmas); n != &dma->node; n = rb_next(n)) {
+		undo = rb_entry(n, struct zp_dma, node);
+		zp_dma_unmap_domain(undo, d);
+	}
+	return ret;
+}
+
+/* type1v2's checks on a MAP_DMA request, before anything is pinned. */
+static int zp_map_check(struct zp_container *c, struct vfio_iommu_type1_dma_map *map,
+			int *prot)
+{
+	size_t pgsize = 1UL << __ffs(c->pgsize_bitmap);
+
+	if (map->flags & VFIO_DMA_MAP_FLAG_VADDR)
+		return -EINVAL;	/* VFIO_UPDATE_VADDR is not offered */
+	*prot = 0;
+	if (map->flags & VFIO_DMA_MAP_FLAG_READ)
+		*prot |= IOMMU_READ;
+	if (map->flags & VFIO_DMA_MAP_FLAG_WRITE)
+		*prot |= IOMMU_WRITE;
+	if (!*prot || (size_t)map->size != map->size ||
+	    (unsigned long)map->vaddr != map->vaddr ||
+	    (dma_addr_t)map->iova != map->iova)
+		return -EINVAL;
+	if (!map->size || ((map->size | map->iova | map->vaddr) & (pgsize - 1)))
+		return -EINVAL;
+	if (map->iova + map->size - 1 < map->iova ||
+	    map->vaddr + map->size - 1 < map->vaddr)
+		return -EINVAL;
+	if (zp_dma_find(c, map->iova, map->iova + map->size - 1))
+		return -EEXIST;
+	if (!c->dma_avail)
+		return -ENOSPC;
+	if (!zp_iova_valid(c, map->iova, map->iova + map->size - 1))
+		return -EINVAL;
+	return 0;
+}
+
+int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map)
+{
+	struct zp_dma *dma;
+	int prot, ret;
+
+	ret = zp_map_check(c, map, &prot);
+	if (ret)
+		return ret;
+	dma = kzalloc(sizeof(*dma), GFP_KERNEL_ACCOUNT);
+	if (!dma)
+		return -ENOMEM;
+	dma->iova = map->iova;
+	dma->size = map->size;
+	dma->vaddr = map->vaddr;
+	dma->prot = prot;
+	zp_pinned_init(&dma->pinned);
+	ret = zp_pin_user(&dma->pinned, dma->vaddr, dma->size >> PAGE_SHIFT,
+			  prot & IOMMU_WRITE);
+	if (!ret)
+		ret = zp_dma_map_all(c, dma);
+	if (ret) {
+		zp_pinned_release(&dma->pinned, false);
+		kfree(dma);
+		return ret;
+	}
+	zp_dma_link(c, dma);
+	c->dma_avail--;
+	return 0;
+}
+
+/*
+ * type1v2's unmap: the request may cover several whole mappings, must not
+ * bisect one (-EINVAL), and reports in unmap->size how much it removed;
+ * VFIO_DMA_UNMAP_FLAG_ALL removes everything. Dirty bitmaps are not
+ * served (see iommu.c).
+ */
+int zp_dma_unmap(struct zp_container *c, struct vfio_iommu_type1_dma_unmap *unmap)
+{
+	size_t pgsize = 1UL << __ffs(c->pgsize_bitmap);
+	bool all = unmap->flags & VFIO_DMA_UNMAP_FLAG_ALL;
+	u64 iova = unmap->iova, size = unmap->size, last;
+	struct zp_dma *dma, *next;
+	u64 unmapped = 0;
+
+	unmap->size = 0;
+	if (unmap->flags & ~VFIO_DMA_UNMAP_FLAG_ALL)
+		return -EINVAL;
+	if (iova & (pgsize - 1))
+		return -EINVAL;
+	if (all) {
+		if (iova || size)
+			return -EINVAL;
+		last = U64_MAX;
+	} else {
+		if (!size || (size & (pgsize - 1)) || iova + size - 1 < iova ||
+		    size > SIZE_MAX)
+			return -EINVAL;
+		last = iova + size - 1;
+		dma = zp_dma_find(c, iova, iova);
+		if (dma && dma->iova != iova)
+			return -EINVAL;
+		dma = zp_dma_find(c, last, last);
+		if (dma && dma->iova + dma->size - 1 != last)
+			return -EINVAL;
+	}
+	for (dma = zp_dma_find(c, iova, last); dma && dma->iova <= last; dma = next) {
+		next = zp_dma_next(dma);
+		unmapped += dma->size;
+		zp_dma_remove(c, dma);
+		cond_resched();
+	}
+	unmap->size = unmapped;
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pin.h - a user address range pinned for DMA, kept as physically
+ * contiguous runs (not as one entry per 4 KiB page), with its
+ * RLIMIT_MEMLOCK charge.
+ */
+#ifndef ZEROPIN_PIN_H
+#define ZEROPIN_PIN_H
+
+#include <linux/list.h>
+#include <linux/mm_types.h>
+#include <linux/sched.h>
+
+/* Physically contiguous pinned pages, consecutive in IOVA within a mapping. */
+struct zp_run {
+	unsigned long pfn;		/* first page frame */
+	unsigned long npages;		/* length in PAGE_SIZE pages */
+};
+
+/* Runs are kept in chunks of this many bytes: one chunk holds a whole
+ * GiB of THP or hugetlb memory (a few hundred runs) and is the unit that
+ * is mapped into the IOMMU with one IOTLB sync. */
+#define ZP_RUN_CHUNK_BYTES	(16 * 1024)
+
+struct zp_run_chunk {
+	struct list_head node;		/* in zp_pinned.chunks, IOVA order */
+	unsigned int nr;		/* runs used in run[] */
+	struct zp_run run[];		/* ZP_RUNS_PER_CHUNK of them */
+};
+
+#define ZP_RUNS_PER_CHUNK \
+	((ZP_RUN_CHUNK_BYTES - sizeof(struct zp_run_chunk)) / sizeof(struct zp_run))
+
+struct zp_pinned {
+	struct list_head chunks;	/* zp_run_chunk, in IOVA order */
+	unsigned long npages;		/* pages pinned in all runs */
+	unsigned long locked;		/* pages charged to mm->locked_vm */
+	struct mm_struct *mm;		/* charged mm, grabbed (mmgrab) */
+	struct task_struct *task;	/* its group leader: whose RLIMIT_MEMLOCK */
+	bool lock_cap;			/* CAP_IPC_LOCK at map time: no limit */
+};
+
+/* Start empty, charging the calling task (as type1 does at MAP_DMA). */
+void zp_pinned_init(struct zp_pinned *p);
+/* Unpin every run, uncharge, and drop the mm and task references. */
+void zp_pinned_release(struct zp_pinned *p, bool dirty);
+
+/*
+ * Pin npages pages of the caller's memory at vaddr (writable for the
+ * device when write), charging RLIMIT_MEMLOCK. All or nothing: on error
+ * nothing stays pinned or charged. -ENOMEM over the limit, -EFAULT for an
+ * address without memory, -EINTR on a fatal signal. Sleeps; the caller
+ * may hold its container lock.
+ */
+int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
+		unsigned long npages, bool write);
+
+#define zp_for_each_chunk(p, chunk) \
+	list_for_each_entry(chunk, &(p)->chunks, node)
+
+#endif /* ZEROPIN_PIN_H */
