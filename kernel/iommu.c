@@ -58,6 +58,13 @@ MODULE_PARM_DESC(dma_entry_limit,
 	"Most DMA mappings per container, as vfio_iommu_type1's parameter "
 	"of the same name; a new container takes the value [DEFAULT: 65535]");
 
+static bool share_domains = true;
+module_param(share_domains, bool, 0644);
+MODULE_PARM_DESC(share_domains,
+	"Put a container's groups behind the same IOMMU into one IOMMU domain, as "
+	"type1 does; 0 gives each group its own domain, every mapping written "
+	"into each (for testing the replay path) [DEFAULT: 1]");
+
 struct zp_iommu_stats zp_iommu_stats;
 
 /* --- usable IOVA ranges: every domain's aperture minus reserved regions --- */
@@ -343,8 +350,11 @@ static int zp_domain_msi_cookie(struct zp_domain *d, struct iommu_group *group)
 static int zp_domain_place(struct zp_container *c, struct zp_domain *new,
 			   struct zp_group *g)
 {
-	struct zp_domain *d = zp_domain_share(c, new, g->group);
+	struct zp_domain *d = NULL;
 	int ret;
+
+	if (READ_ONCE(share_domains))
+		d = zp_domain_share(c, new, g->group);
 
 	if (IS_ERR(d)) {
 		zp_domain_destroy(new);

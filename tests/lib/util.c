@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* util.c - see util.h. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,4 +38,20 @@ bool all_bytes(const void *p, int c, size_t len)
 		if (((const uint8_t *)p)[i] != (uint8_t)c)
 			return false;
 	return true;
+}
+
+long proc_status_kb(const char *field)
+{
+	char line[256];
+	size_t len = strlen(field);
+	long kb = -ENOENT;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, len) && line[len] == ':')
+			kb = strtol(line + len + 1, NULL, 10);
+	fclose(f);
+	return kb;
 }

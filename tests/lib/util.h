@@ -17,4 +17,8 @@ double now_ms(void);
 /* True when every byte of [p, p + len) is c. */
 bool all_bytes(const void *p, int c, size_t len);
 
+/* A "Field: N kB" line of /proc/self/status (e.g. "VmLck"), in kB, or a
+ * negative errno. */
+long proc_status_kb(const char *field);
+
 #endif /* TEST_UTIL_H */

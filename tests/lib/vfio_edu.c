@@ -395,3 +395,28 @@ void edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size)
 	if (ret)
 		test_fail("edu DMA round trip", ret);
 }
+
+int __vfio_iommu_info(int container, void *buf, uint32_t argsz)
+{
+	struct vfio_iommu_type1_info *info = buf;
+
+	memset(buf, 0, argsz);
+	info->argsz = argsz;
+	return ioctl(container, VFIO_IOMMU_GET_INFO, info) ? -errno : 0;
+}
+
+const struct vfio_info_cap_header *vfio_info_cap(const void *buf, uint16_t id)
+{
+	const struct vfio_iommu_type1_info *info = buf;
+	const struct vfio_info_cap_header *h;
+	uint32_t off;
+
+	if (!(info->flags & VFIO_IOMMU_INFO_CAPS))
+		return NULL;
+	for (off = info->cap_offset; off && off + sizeof(*h) <= info->argsz; off = h->next) {
+		h = (const void *)((const char *)buf + off);
+		if (h->id == id)
+			return h;
+	}
+	return NULL;
+}

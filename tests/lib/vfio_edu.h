@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/vfio.h>
+
 #include "util.h"
 
 #define EDU_VENDOR	0x1234
@@ -81,5 +83,10 @@ int __edu_dma(struct edu *e, uint64_t iova, uint32_t len, bool to_ram);
  */
 int __edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size);
 void edu_verify(struct edu *e, void *buf, uint64_t iova, uint64_t size);
+
+/* VFIO_IOMMU_GET_INFO into buf (argsz bytes, at least the fixed part). */
+int __vfio_iommu_info(int container, void *buf, uint32_t argsz);
+/* The capability id in a GET_INFO result, or NULL when absent. */
+const struct vfio_info_cap_header *vfio_info_cap(const void *buf, uint16_t id);
 
 #endif /* VFIO_EDU_H */
