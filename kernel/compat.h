@@ -131,6 +131,18 @@ typedef enum page_entry_size zp_fault_size_t;
 #define ZP_MPOL_IS_INTERLEAVE(mode) ((mode) == MPOL_INTERLEAVE)
 #endif
 
+/* --- a large folio mapped exactly once, by one PMD and no PTE ---
+ * 6.2 replaced 6.1's DoubleMap flag (set while a THP is mapped by PTEs as
+ * well as a PMD) with a total mapcount. */
+static inline bool zp_folio_pmd_mapped_once(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	return folio_entire_mapcount(folio) == 1 && folio_mapcount(folio) == 1;
+#else
+	return folio_entire_mapcount(folio) == 1 && !PageDoubleMap(&folio->page);
+#endif
+}
+
 /* --- IOMMU API: map calls take a gfp since 6.3 --- */
 static inline ssize_t zp_iommu_map_sg(struct iommu_domain *domain, unsigned long iova,
 				      struct scatterlist *sg, unsigned int nents, int prot)

@@ -4,18 +4,33 @@
  *
  * Stock type1 walks a mapping one 4 KiB page at a time: it pins 512 pages
  * per GUP call, charges RLIMIT_MEMLOCK per contiguous chunk, and on unmap
- * looks up and unpins every page alone. Here GUP takes ZP_GUP_BATCH pages
- * at once, the pages are folded into physically contiguous runs at once
- * (a 2 MiB folio is one run, or part of a longer one), the charge is made
- * once per batch, and unpinning goes run by run, which the kernel turns
- * into one atomic per folio.
+ * looks up and unpins every page alone. Here a range is taken in the
+ * largest pieces its memory allows, cheapest first:
+ *
+ *  1. zeropinfs (shared mapping): the folios come straight from the file's
+ *     page cache, created from the pool if missing, without GUP and
+ *     without faulting anything in (zp_zfs_pin_folios()).
+ *  2. A whole large folio at a folio-aligned address (hugetlb; anonymous
+ *     THP mapped by one PMD): one GUP pin of its first page holds the
+ *     folio; the checks in zp_folio_whole() show that the address maps the
+ *     whole folio, so no per-page GUP result is needed.
+ *  3. Anything else: pin_user_pages_fast() over ZP_GUP_BATCH pages, folded
+ *     into physically contiguous runs.
+ *
+ * Runs remember how their pages are held (enum zp_run_kind) and are let go
+ * the same way, a folio at a time. RLIMIT_MEMLOCK is charged ahead in
+ * ZP_GUP_BATCH credits, so the mm's mmap_lock is taken once per batch and
+ * not once per folio.
  *
  * Accounting follows type1: pages are charged to the mapping task's mm
  * (locked_vm) against its RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK, and
  * the charge is given back when the mapping goes, even from another task.
+ * While a map is in progress up to ZP_GUP_BATCH pages of credit are
+ * charged beyond what is pinned; near the limit the charge is exact.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": pin: " fmt
 
+#include <linux/hugetlb.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -25,21 +40,27 @@
 #include "compat.h"
 #include "iommu.h"
 #include "pin.h"
+#include "zfs.h"
 
 /*
- * Pages per pin_user_pages_fast() call: 64 MiB of 4 KiB pages. Large enough
- * that the per-call cost (interrupts off, the long-term pin check, the
- * locked_vm charge under mmap_lock) vanishes next to the pages; small
- * enough that the page array stays at 128 KiB and a fatal signal is seen
- * within one batch.
+ * Pages per pin_user_pages_fast() call, and per RLIMIT_MEMLOCK charge:
+ * 64 MiB of 4 KiB pages. Large enough that the per-call cost (interrupts
+ * off, the long-term pin check, the mmap_lock for the charge) vanishes
+ * next to the pages; small enough that the page array stays at 128 KiB
+ * and a fatal signal is seen within one batch.
  */
 #define ZP_GUP_BATCH	16384
+
+/* A large folio is tried whole only at an address aligned to this (the
+ * smallest huge page, a PMD); other addresses go through GUP batches. */
+#define ZP_FOLIO_ALIGN	PMD_SIZE
 
 void zp_pinned_init(struct zp_pinned *p)
 {
 	INIT_LIST_HEAD(&p->chunks);
 	p->npages = 0;
 	p->locked = 0;
+	p->credit = 0;
 	p->task = get_task_struct(current->group_leader);
 	p->lock_cap = capable(CAP_IPC_LOCK);
 	p->mm = current->mm;
@@ -79,31 +100,219 @@ static int zp_account(struct zp_pinned *p, long npages)
 	return ret;
 }
 
-/* Append pfn..pfn+n to the runs, merging with the last run when it ends
- * where this one starts. -ENOMEM when a new chunk cannot be had. */
-static int zp_runs_append(struct zp_pinned *p, unsigned long pfn, unsigned long n)
+/*
+ * Charge n pages that are about to be pinned, from credit when there is
+ * enough, else by charging a new batch of credit (or exactly n when a
+ * whole batch would cross the limit). -ENOMEM over RLIMIT_MEMLOCK.
+ */
+static int zp_charge(struct zp_pinned *p, unsigned long n)
+{
+	unsigned long want = max_t(unsigned long, n, ZP_GUP_BATCH);
+	int ret;
+
+	if (p->credit < n) {
+		ret = zp_account(p, want);
+		if (ret == -ENOMEM && want > n) {
+			want = n;
+			ret = zp_account(p, want);
+		}
+		if (ret)
+			return ret;
+		p->credit += want;
+	}
+	p->credit -= n;
+	return 0;
+}
+
+/* Give back charged pages that were not pinned after all. */
+static void zp_uncharge(struct zp_pinned *p, unsigned long n)
+{
+	p->credit += n;
+}
+
+static void zp_return_credit(struct zp_pinned *p)
+{
+	zp_account(p, -(long)p->credit);
+	p->credit = 0;
+}
+
+/* Append pfn..pfn+n to the runs, merging with the last run when it is of
+ * the same kind and ends where this one starts. -ENOMEM when a new chunk
+ * cannot be had. */
+static int zp_runs_append(struct zp_pinned *p, unsigned long pfn, unsigned long n,
+			  enum zp_run_kind kind)
 {
 	struct zp_run_chunk *c = list_empty(&p->chunks) ? NULL :
 		list_last_entry(&p->chunks, struct zp_run_chunk, node);
 	struct zp_run *last = c && c->nr ? &c->run[c->nr - 1] : NULL;
 
-	if (last && last->pfn + last->npages == pfn) {
+	if (last && last->kind == kind && last->pfn + last->npages == pfn) {
 		last->npages += n;
-		return 0;
+	} else {
+		if (!c || c->nr == ZP_RUNS_PER_CHUNK) {
+			c = kmalloc(ZP_RUN_CHUNK_BYTES, GFP_KERNEL_ACCOUNT);
+			if (!c)
+				return -ENOMEM;
+			c->nr = 0;
+			list_add_tail(&c->node, &p->chunks);
+		}
+		c->run[c->nr].pfn = pfn;
+		c->run[c->nr].npages = n;
+		c->run[c->nr].kind = kind;
+		c->nr++;
+		zp_stat_inc(runs);
 	}
-	if (!c || c->nr == ZP_RUNS_PER_CHUNK) {
-		c = kmalloc(ZP_RUN_CHUNK_BYTES, GFP_KERNEL_ACCOUNT);
-		if (!c)
-			return -ENOMEM;
-		c->nr = 0;
-		list_add_tail(&c->node, &p->chunks);
-	}
-	c->run[c->nr].pfn = pfn;
-	c->run[c->nr].npages = n;
-	c->nr++;
-	zp_stat_inc(runs);
+	p->npages += n;
+	zp_stat_add(pages_pinned, n);
+	zp_stat_add(pages_pinned_total, n);
 	return 0;
 }
+
+/* Let go of one run's pages, the way they were taken. */
+static void zp_run_release(const struct zp_run *run, bool dirty)
+{
+	unsigned long pfn = run->pfn, end = run->pfn + run->npages, nr;
+	struct folio *folio;
+	struct page *head;
+
+	if (run->kind == ZP_RUN_PAGE_PINS) {
+		unpin_user_page_range_dirty_lock(pfn_to_page(pfn), run->npages, dirty);
+		return;
+	}
+	for (; pfn < end; pfn += nr) {
+		folio = page_folio(pfn_to_page(pfn));
+		nr = folio_nr_pages(folio);	/* before the folio may be freed */
+		head = &folio->page;
+		if (run->kind == ZP_RUN_FOLIO_PINS)
+			unpin_user_pages_dirty_lock(&head, 1, dirty);
+		else
+			folio_put(folio);
+	}
+}
+
+/*
+ * Let go of every run and give the charge back. The IOMMU must no longer
+ * map any of them.
+ */
+static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
+{
+	struct zp_run_chunk *c, *tmp;
+	unsigned int i;
+
+	list_for_each_entry_safe(c, tmp, &p->chunks, node) {
+		for (i = 0; i < c->nr; i++)
+			zp_run_release(&c->run[i], dirty);
+		list_del(&c->node);
+		kfree(c);
+		cond_resched();
+	}
+	zp_stat_add(pages_pinned, -(long)p->npages);
+	p->npages = 0;
+	p->credit = 0;
+	zp_account(p, -(long)p->locked);
+}
+
+void zp_pinned_release(struct zp_pinned *p, bool dirty)
+{
+	zp_pinned_release_runs(p, dirty);
+	put_task_struct(p->task);
+	mmdrop(p->mm);
+}
+
+/* --- 1. zeropinfs folios straight from the file --- */
+
+/* zp_zfs_pin_folios() callback: record one referenced folio (charged
+ * ahead by zp_pin_file(): charging takes the mmap_lock it holds). */
+static int zp_take_file_folio(void *arg, struct folio *folio)
+{
+	return zp_runs_append(arg, folio_pfn(folio), folio_nr_pages(folio),
+			      ZP_RUN_FOLIO_REFS);
+}
+
+/*
+ * Up to a batch of pages at addr taken from a zeropinfs file; 0 if addr
+ * is not in such a mapping. The batch is charged before the mmap_lock is
+ * taken and what was not taken is given back.
+ */
+static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
+			unsigned long npages, bool write)
+{
+	unsigned long n = min_t(unsigned long, npages, ZP_GUP_BATCH);
+	unsigned long before = p->npages;
+	struct vm_area_struct *vma;
+	long ret;
+
+	ret = zp_charge(p, n);
+	if (ret)
+		return ret;
+	if (mmap_read_lock_killable(current->mm)) {
+		zp_uncharge(p, n);
+		return -EINTR;
+	}
+	vma = vma_lookup(current->mm, addr);
+	ret = vma ? zp_zfs_pin_folios(vma, addr, n, write, zp_take_file_folio, p) : 0;
+	mmap_read_unlock(current->mm);
+	zp_uncharge(p, n - (p->npages - before));
+	return ret;
+}
+
+/* --- 2. one pin for a whole large folio --- */
+
+/*
+ * Whether pinning page (mapped at a ZP_FOLIO_ALIGN-aligned address) holds
+ * a whole folio that the address range maps from its first page on:
+ *  - hugetlb folios are only ever mapped whole;
+ *  - an anonymous THP must be mapped exactly once, by one PMD and no PTE.
+ *    The pin made it exclusive to this mm (FOLL_PIN unshares), so that
+ *    one PMD is the one at our address. A later change of the user's
+ *    mapping is the user's business, as with type1's per-page pins.
+ */
+static bool zp_folio_whole(struct folio *folio, struct page *page,
+			   unsigned long npages)
+{
+	if (&folio->page != page || !folio_test_large(folio) ||
+	    folio_nr_pages(folio) > npages)
+		return false;
+	if (folio_test_hugetlb(folio))
+		return true;
+	return folio_test_anon(folio) && zp_folio_pmd_mapped_once(folio);
+}
+
+/* Pages held by one pin of a whole folio at addr; 0 when not applicable. */
+static long zp_pin_folio(struct zp_pinned *p, unsigned long addr,
+			 unsigned long npages, unsigned int gup_flags)
+{
+	struct folio *folio;
+	struct page *page;
+	unsigned long n;
+	int ret;
+
+	if (!IS_ALIGNED(addr, ZP_FOLIO_ALIGN) || npages < ZP_FOLIO_ALIGN / PAGE_SIZE)
+		return 0;
+	ret = pin_user_pages_fast(addr, 1, gup_flags, &page);
+	zp_stat_inc(gup_calls);
+	if (ret != 1)
+		return 0;	/* the batch path reports the error */
+	folio = page_folio(page);
+	n = folio_nr_pages(folio);
+	if (!zp_folio_whole(folio, page, npages)) {
+		unpin_user_page(page);
+		return 0;
+	}
+	ret = zp_charge(p, n);
+	if (!ret) {
+		ret = zp_runs_append(p, folio_pfn(folio), n, ZP_RUN_FOLIO_PINS);
+		if (ret)
+			zp_uncharge(p, n);
+	}
+	if (ret) {
+		unpin_user_page(page);
+		return ret;
+	}
+	return n;
+}
+
+/* --- 3. GUP batches --- */
 
 /*
  * Fold a GUP result into runs. Returns how many of the pages now belong to
@@ -117,64 +326,62 @@ static long zp_runs_add_pages(struct zp_pinned *p, struct page **pages, long nr)
 		for (n = 1; i + n < nr; n++)
 			if (pages[i + n] != nth_page(pages[i], n))
 				break;
-		if (zp_runs_append(p, page_to_pfn(pages[i]), n))
+		if (zp_runs_append(p, page_to_pfn(pages[i]), n, ZP_RUN_PAGE_PINS))
 			break;
-		p->npages += n;
 		i += n;
 	}
 	return i;
 }
 
-/* Pin one batch at vaddr; returns pages pinned and folded, or -errno. */
-static long zp_pin_batch(struct zp_pinned *p, unsigned long vaddr, long nr,
+/* Pin one batch at addr; returns pages pinned and recorded, or -errno. */
+static long zp_pin_batch(struct zp_pinned *p, unsigned long addr, long nr,
 			 unsigned int gup_flags, struct page **pages)
 {
 	long got, used;
 	int ret;
 
-	got = pin_user_pages_fast(vaddr, nr, gup_flags, pages);
+	got = pin_user_pages_fast(addr, nr, gup_flags, pages);
 	zp_stat_inc(gup_calls);
 	if (got <= 0)
 		return got ? got : -EFAULT;
-	ret = zp_account(p, got);
+	ret = zp_charge(p, got);
 	used = ret ? 0 : zp_runs_add_pages(p, pages, got);
 	if (used < got) {
 		unpin_user_pages(pages + used, got - used);
-		zp_account(p, -(got - used));
+		if (!ret)
+			zp_uncharge(p, got - used);
 		return ret ? ret : -ENOMEM;
 	}
-	zp_stat_add(pages_pinned, got);
-	zp_stat_add(pages_pinned_total, got);
 	return got;
 }
 
-/*
- * Unpin every run (one atomic per folio, done by the kernel's range unpin)
- * and give the charge back. The IOMMU must no longer map any of them.
- */
-static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
+/* Batch length at addr: up to ZP_GUP_BATCH, ending on a ZP_FOLIO_ALIGN
+ * boundary where possible, so the whole-folio path can resume there. */
+static long zp_batch_len(unsigned long addr, unsigned long npages)
 {
-	struct zp_run_chunk *c, *tmp;
-	unsigned int i;
+	unsigned long end = addr + (min_t(unsigned long, npages, ZP_GUP_BATCH) << PAGE_SHIFT);
+	unsigned long aligned = ALIGN_DOWN(end, ZP_FOLIO_ALIGN);
 
-	list_for_each_entry_safe(c, tmp, &p->chunks, node) {
-		for (i = 0; i < c->nr; i++)
-			unpin_user_page_range_dirty_lock(pfn_to_page(c->run[i].pfn),
-							 c->run[i].npages, dirty);
-		list_del(&c->node);
-		kfree(c);
-		cond_resched();
-	}
-	zp_stat_add(pages_pinned, -(long)p->npages);
-	p->npages = 0;
-	zp_account(p, -(long)p->locked);
+	if (aligned > addr)
+		end = aligned;
+	return (end - addr) >> PAGE_SHIFT;
 }
 
-void zp_pinned_release(struct zp_pinned *p, bool dirty)
+/* Pin the piece of the range starting at addr, by the cheapest path. */
+static long zp_pin_next(struct zp_pinned *p, unsigned long addr, unsigned long npages,
+			unsigned int gup_flags, struct page **pages, bool *try_file)
 {
-	zp_pinned_release_runs(p, dirty);
-	put_task_struct(p->task);
-	mmdrop(p->mm);
+	long n = 0;
+
+	if (*try_file) {
+		n = zp_pin_file(p, addr, npages, gup_flags & FOLL_WRITE);
+		*try_file = n > 0;	/* once it stops, the rest is no zeropinfs */
+	}
+	if (!n)
+		n = zp_pin_folio(p, addr, npages, gup_flags);
+	if (!n)
+		n = zp_pin_batch(p, addr, zp_batch_len(addr, npages), gup_flags, pages);
+	return n;
 }
 
 int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
@@ -182,6 +389,7 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 {
 	unsigned int gup_flags = FOLL_LONGTERM | (write ? FOLL_WRITE : 0);
 	unsigned long done = 0;
+	bool try_file = true;
 	struct page **pages;
 	long got = 0;
 
@@ -194,15 +402,15 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 			got = -EINTR;
 			break;
 		}
-		got = zp_pin_batch(p, vaddr + (done << PAGE_SHIFT),
-				   min_t(unsigned long, npages - done, ZP_GUP_BATCH),
-				   gup_flags, pages);
+		got = zp_pin_next(p, vaddr + (done << PAGE_SHIFT), npages - done,
+				  gup_flags, pages, &try_file);
 		if (got < 0)
 			break;
 		done += got;
 		cond_resched();
 	}
 	kvfree(pages);
+	zp_return_credit(p);
 	if (got >= 0)
 		return 0;
 	zp_pinned_release_runs(p, false);

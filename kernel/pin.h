@@ -11,10 +11,18 @@
 #include <linux/mm_types.h>
 #include <linux/sched.h>
 
+/* How the pages of a run are held, which says how to let them go. */
+enum zp_run_kind {
+	ZP_RUN_PAGE_PINS,	/* a GUP pin on every page */
+	ZP_RUN_FOLIO_PINS,	/* one GUP pin per (whole) folio */
+	ZP_RUN_FOLIO_REFS,	/* one reference per (whole) zeropinfs folio */
+};
+
 /* Physically contiguous pinned pages, consecutive in IOVA within a mapping. */
 struct zp_run {
 	unsigned long pfn;		/* first page frame */
-	unsigned long npages;		/* length in PAGE_SIZE pages */
+	unsigned long npages : 62;	/* length in PAGE_SIZE pages */
+	unsigned long kind : 2;		/* enum zp_run_kind */
 };
 
 /* Runs are kept in chunks of this many bytes: one chunk holds a whole
@@ -35,6 +43,7 @@ struct zp_pinned {
 	struct list_head chunks;	/* zp_run_chunk, in IOVA order */
 	unsigned long npages;		/* pages pinned in all runs */
 	unsigned long locked;		/* pages charged to mm->locked_vm */
+	unsigned long credit;		/* of those, charged ahead, not yet pinned */
 	struct mm_struct *mm;		/* charged mm, grabbed (mmgrab) */
 	struct task_struct *task;	/* its group leader: whose RLIMIT_MEMLOCK */
 	bool lock_cap;			/* CAP_IPC_LOCK at map time: no limit */

@@ -559,6 +559,59 @@ static const struct vm_operations_struct zfs_vm_ops = {
 	.map_pages	= filemap_map_pages,	/* maps present folios, PMDs included */
 };
 
+/*
+ * DMA pinning without GUP (see pin.c): reference the folios behind
+ * [addr, addr + nr pages) of a shared zeropinfs mapping straight from the
+ * page cache, creating from the pool what the file lacks, as a fault
+ * would, without mapping anything. A shared file mapping shows exactly the
+ * file's pages, so these are the pages the user sees there. Only whole
+ * blocks whose file offset is block aligned are taken; the walk stops at
+ * EOF, the vma's end, or fn's error. fn(arg, folio) gets each folio with
+ * a reference of its own. Caller holds the mmap lock (read).
+ * Returns the pages covered; 0 when vma is not a shared zeropinfs mapping
+ * with the needed access or nothing could be taken (past EOF, mount full:
+ * the caller's GUP fallback then fails the way type1 would); -ENOMEM or
+ * fn's error.
+ */
+long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
+		       unsigned long nr, bool write,
+		       int (*fn)(void *arg, struct folio *folio), void *arg)
+{
+	pgoff_t index = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+	unsigned long done = 0, max;
+	struct address_space *mapping;
+	struct inode *inode;
+	struct folio *folio;
+	int ret = 0;
+
+	if (vma->vm_ops != &zfs_vm_ops || !(vma->vm_flags & VM_SHARED) ||
+	    !(vma->vm_flags & (write ? VM_WRITE : VM_READ)) ||
+	    !IS_ALIGNED(index, ZP_BLOCK_PAGES))
+		return 0;
+	inode = file_inode(vma->vm_file);
+	mapping = inode->i_mapping;
+	max = min(nr, (vma->vm_end - addr) >> PAGE_SHIFT);
+	filemap_invalidate_lock_shared(mapping);
+	while (done + ZP_BLOCK_PAGES <= max &&
+	       index + done + ZP_BLOCK_PAGES <= eof_index(inode)) {
+		ret = zfs_get_folio(inode, index + done,
+				    zfs_block_node(vma, index + done), &folio);
+		if (ret)
+			break;
+		folio_unlock(folio);
+		ret = fn(arg, folio);
+		if (ret) {
+			folio_put(folio);
+			break;
+		}
+		done += ZP_BLOCK_PAGES;
+	}
+	filemap_invalidate_unlock_shared(mapping);
+	if (done)
+		return done;
+	return ret == -ENOSPC ? 0 : ret;	/* full: GUP then fails as type1 does */
+}
+
 static int zfs_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	file_accessed(file);

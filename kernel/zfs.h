@@ -5,7 +5,15 @@
 
 #define ZEROPINFS_MAGIC 0x7a70696e	/* "zpin" */
 
+struct folio;
+struct vm_area_struct;
+
 int zp_zfs_init(void);
 void zp_zfs_exit(void);
+
+/* The folios behind a shared zeropinfs mapping, for pinning without GUP. */
+long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
+		       unsigned long nr, bool write,
+		       int (*fn)(void *arg, struct folio *folio), void *arg);
 
 #endif /* ZEROPIN_ZFS_H */

@@ -4,8 +4,11 @@
  * buffers through one edu device, prove every mapping by edu DMA, and print
  * one JSON object per measurement (and a "#" comment line for people).
  *
- * USAGE: map_bench [--driver type1] [--sizes 256,1024] [--reps 3]
+ * USAGE: map_bench [--drivers type1,zeropin] [--sizes 256,1024] [--reps 3]
  *                  [--backings anon4k,thp,hugetlb2m] [--states cold,warm]
+ *
+ * Drivers are measured side by side: each repetition of a row runs once
+ * per driver, one after the other, each in a fresh container.
  *
  * The zeropinfs backing needs zeropin.ko loaded and a zeropinfs mount at
  * /mnt/zeropinfs; its "cold" rows wait for the pool to hold the whole
@@ -15,7 +18,11 @@
  * ioctls issued, the bytes mapped, the page faults taken inside MAP_DMA
  * (the task's minor faults, THP allocations from /proc/vmstat, hugetlb
  * pages taken from /proc/meminfo) and from them the memory that had to be
- * allocated and zeroed on the critical path.
+ * allocated and zeroed on the critical path. For the zeropin driver also
+ * its own counters (debugfs zeropin/iommu_counters): pages pinned, GUP
+ * calls, contiguous runs, iommu_map calls and the IOMMU entries created by
+ * page size. For type1 the IOMMU map calls are about phys_runs (it maps
+ * each physically contiguous chunk with one call).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,16 +37,19 @@
 #include <linux/vfio.h>
 
 #include "backing.h"
+#include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
 
 #define IOVA_BASE 0x100000000ull
 #define MAX_LIST 8
+#define ZP_COUNTERS 6
 /* Zeroing 4 GiB at TCG's ~0.4 GB/s takes ~10 s; leave a wide margin. */
 #define POOL_FILL_TIMEOUT_MS 120000
 
 struct options {
-	const char *driver;			/* "type1" (later also "zeropin") */
+	enum vfio_driver drivers[MAX_LIST];
+	int ndrivers;
 	unsigned long sizes[MAX_LIST];		/* MiB */
 	int nsizes;
 	enum backing backings[MAX_LIST];
@@ -56,6 +66,13 @@ struct counters {
 	long minflt;			/* this task's minor faults */
 	long pool_zeroed_sync;		/* zeropin blocks zeroed on a fault's path */
 	long pool_handed_zero;		/* zeropin blocks handed out already zero */
+	long zp[ZP_COUNTERS];		/* zeropin iommu counters, see zp_names */
+};
+
+/* zeropin's iommu counters recorded per row (deltas over MAP_DMA). */
+static const char *const zp_names[ZP_COUNTERS] = {
+	"pages_pinned_total", "gup_calls", "runs", "iommu_map_calls",
+	"entries_4k", "entries_2m",
 };
 
 static long file_value(const char *path, const char *key)
@@ -87,9 +104,19 @@ static void read_counters(struct counters *c)
 	c->minflt = ru.ru_minflt;
 	c->pool_zeroed_sync = pool_counter("zeroed_sync");	/* <0: no zeropin */
 	c->pool_handed_zero = pool_counter("handed_zero");
+	for (int i = 0; i < ZP_COUNTERS; i++)
+		c->zp[i] = iommu_counter(zp_names[i]);
 }
 
-static void emit(const struct options *o, enum backing b, bool warm,
+/* ,"name":delta for each zeropin counter; nothing for type1 rows. */
+static void emit_zeropin(enum vfio_driver d, const struct counters *before,
+			 const struct counters *after)
+{
+	for (int i = 0; i < ZP_COUNTERS && d == DRIVER_ZEROPIN; i++)
+		printf(",\"%s\":%ld", zp_names[i], after->zp[i] - before->zp[i]);
+}
+
+static void emit(enum vfio_driver d, enum backing b, bool warm,
 		 unsigned long mib, int rep, double map_ms, double unmap_ms,
 		 int verify, long runs, const struct counters *before,
 		 const struct counters *after)
@@ -119,11 +146,13 @@ static void emit(const struct options *o, enum backing b, bool warm,
 	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
 	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f,"
 	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld,"
-	       "\"phys_runs\":%ld}\n",
-	       init_on_alloc(), kernel ? kernel : "?", u.release, o->driver, backing_name(b),
+	       "\"phys_runs\":%ld",
+	       init_on_alloc(), kernel ? kernel : "?", u.release, vfio_driver_name(d), backing_name(b),
 	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
 	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
 	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync, runs);
+	emit_zeropin(d, before, after);
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -181,7 +210,7 @@ static int pool_fill(unsigned long mib)
 }
 
 /* One measurement: fresh buffer, (touch), map, verify, unmap, free. */
-static int measure(const struct options *o, struct edu *e, int container,
+static int measure(enum vfio_driver d, struct edu *e, int container,
 		   enum backing b, bool warm, unsigned long mib, int rep)
 {
 	struct counters before, after;
@@ -218,8 +247,23 @@ static int measure(const struct options *o, struct edu *e, int container,
 	buffer_free(&buf);
 	if (ret)
 		return ret;
-	emit(o, b, warm, mib, rep, map_ms, unmap_ms, verify, runs, &before, &after);
+	emit(d, b, warm, mib, rep, map_ms, unmap_ms, verify, runs, &before, &after);
 	return verify;
+}
+
+/* measure() in a fresh container of driver d (edu 0 in it). */
+static int measure_with(enum vfio_driver d, enum backing b, bool warm,
+			unsigned long mib, int rep)
+{
+	struct edu e;
+	int container, ret;
+
+	vfio_driver_use(d);
+	container = edu_setup(&e, 0, VFIO_TYPE1v2_IOMMU);
+	ret = measure(d, &e, container, b, warm, mib, rep);
+	edu_close(&e);
+	close(container);
+	return ret;
 }
 
 static int parse_backing(const char *s, enum backing *b)
@@ -245,6 +289,11 @@ static int parse_list(char *arg, const char *what, void *out, int kind)
 			return -1;
 		if (kind == 0) {
 			((unsigned long *)out)[n] = strtoul(tok, NULL, 10);
+		} else if (kind == 3) {
+			if (strcmp(tok, "type1") && strcmp(tok, "zeropin"))
+				goto bad;
+			((enum vfio_driver *)out)[n] = !strcmp(tok, "zeropin") ?
+						       DRIVER_ZEROPIN : DRIVER_TYPE1;
 		} else if (kind == 1) {
 			if (parse_backing(tok, &((enum backing *)out)[n]))
 				goto bad;
@@ -264,15 +313,17 @@ bad:
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	char sizes[] = "256,1024", backings[] = "anon4k,thp,hugetlb2m", states[] = "cold,warm";
+	char drivers[] = "type1";
 	int i;
 
-	*o = (struct options){ .driver = "type1", .reps = 3 };
+	*o = (struct options){ .reps = 3 };
+	o->ndrivers = parse_list(drivers, "driver", o->drivers, 3);
 	o->nsizes = parse_list(sizes, "size", o->sizes, 0);
 	o->nbackings = parse_list(backings, "backing", o->backings, 1);
 	o->nstates = parse_list(states, "state", o->states, 2);
 	for (i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--driver"))
-			o->driver = argv[i + 1];
+		if (!strcmp(argv[i], "--drivers"))
+			o->ndrivers = parse_list(argv[i + 1], "driver", o->drivers, 3);
 		else if (!strcmp(argv[i], "--sizes"))
 			o->nsizes = parse_list(argv[i + 1], "size", o->sizes, 0);
 		else if (!strcmp(argv[i], "--backings"))
@@ -284,8 +335,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 		else
 			break;
 	}
-	if (i != argc || o->nsizes < 1 || o->nbackings < 1 || o->nstates < 1 || o->reps < 1) {
-		fprintf(stderr, "usage: map_bench [--driver NAME] [--sizes MiB,...] [--reps N]\n"
+	if (i != argc || o->nsizes < 1 || o->nbackings < 1 || o->nstates < 1 ||
+	    o->ndrivers < 1 || o->reps < 1) {
+		fprintf(stderr, "usage: map_bench [--drivers type1,zeropin] [--sizes MiB,...] [--reps N]\n"
 				"       [--backings anon4k,thp,hugetlb2m,hugetlb1g,zeropinfs]\n"
 				"       [--states cold,warm]\n");
 		exit(2);
@@ -295,18 +347,15 @@ static void parse_args(int argc, char **argv, struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o;
-	struct edu e;
-	int container, s, b, st, r, failed = 0;
+	int s, b, st, r, d, failed = 0;
 
 	parse_args(argc, argv, &o);
-	container = edu_setup(&e, 0, VFIO_TYPE1v2_IOMMU);
 	for (b = 0; b < o.nbackings; b++)
 		for (st = 0; st < o.nstates; st++)
 			for (s = 0; s < o.nsizes; s++)
 				for (r = 1; r <= o.reps; r++)
-					failed |= measure(&o, &e, container, o.backings[b],
-							  o.states[st], o.sizes[s], r) != 0;
-	edu_close(&e);
-	close(container);
+					for (d = 0; d < o.ndrivers; d++)
+						failed |= measure_with(o.drivers[d], o.backings[b],
+								       o.states[st], o.sizes[s], r) != 0;
 	return failed;
 }

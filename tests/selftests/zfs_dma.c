@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * zfs_dma - VFIO pins zeropinfs memory: stock type1 maps a never-touched
- * zeropinfs file (QEMU's memory-backend-file, share=on), the edu device
- * reaches it by DMA, and memory truncated out of a file while pinned is
- * never handed out again before UNMAP_DMA lets go of it.
+ * zfs_dma - VFIO pins zeropinfs memory: a never-touched zeropinfs file
+ * (QEMU's memory-backend-file, share=on) is mapped, the edu device reaches
+ * it by DMA, and memory truncated out of a file while pinned is never
+ * handed out again before UNMAP_DMA lets go of it. Against stock type1
+ * (GUP faults the file in) and zeropin (takes the folios from the page
+ * cache without faulting anything in).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <linux/vfio.h>
 
 #include "kselftest_harness.h"
+#include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
 
@@ -31,10 +34,18 @@ FIXTURE(zfs_dma) {
 	int container;
 };
 
+FIXTURE_VARIANT(zfs_dma) {
+	enum vfio_driver driver;
+};
+
+FIXTURE_VARIANT_ADD(zfs_dma, type1) { .driver = DRIVER_TYPE1 };
+FIXTURE_VARIANT_ADD(zfs_dma, zeropin) { .driver = DRIVER_ZEROPIN };
+
 FIXTURE_SETUP(zfs_dma)
 {
 	zeropin_reset();
 	zeropin_load("pool_mib=32");
+	vfio_driver_use(variant->driver);
 	zfs_mount(ZFS_MNT, "size=512M");
 	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
 }
@@ -60,17 +71,28 @@ static uint64_t pfn_of(const void *addr)
 	return (entry & (1ull << 63)) ? entry & ((1ull << 55) - 1) : 0;
 }
 
-TEST_F(zfs_dma, type1_maps_never_touched_file_memory)
+TEST_F(zfs_dma, maps_never_touched_file_memory)
 {
 	size_t size = 32ul << 20;
 	int fd = zfs_create(ZFS_MNT "/ram", size);
 	void *p = map_file(fd, size, MAP_SHARED);
+	long gup0 = iommu_counter("gup_calls");
 
 	vfio_map(self->container, p, IOVA_BASE, size);
-	/* GUP faulted every folio in with a PMD and pinned it whole */
-	EXPECT_EQ(size / 1024, smaps_kb(p, "FilePmdMapped"));
 	EXPECT_EQ(size >> 20, pool_read("inuse_mib"));
+	if (variant->driver == DRIVER_TYPE1) {
+		/* GUP faulted every folio in with a PMD and pinned it */
+		EXPECT_EQ(size / 1024, smaps_kb(p, "FilePmdMapped"));
+	} else {
+		/* taken from the page cache: no GUP, nothing faulted in yet */
+		EXPECT_EQ(0, smaps_kb(p, "FilePmdMapped"));
+		EXPECT_EQ(gup0, iommu_counter("gup_calls"));
+		EXPECT_EQ(size / 4096, iommu_counter("pages_pinned"));
+	}
+	/* the CPU's view and the device's are the same memory */
 	edu_verify(&self->edu, p, IOVA_BASE, size);
+	touch_range(p, size, false);
+	EXPECT_EQ(size / 1024, smaps_kb(p, "FilePmdMapped"));
 	vfio_unmap(self->container, IOVA_BASE, size);
 	munmap(p, size);
 	close(fd);
