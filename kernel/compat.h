@@ -143,7 +143,59 @@ static inline bool zp_folio_pmd_mapped_once(struct folio *folio)
 #endif
 }
 
+/* --- PFNMAP (device BAR) lookup: follow_pfnmap_start() since 6.12 ---
+ * The pfn mapped at addr in a VM_PFNMAP vma (caller holds the mmap lock)
+ * and how many pages from addr on are sure to follow it contiguously: the
+ * rest of a huge (PMD or PUD) leaf, which 6.12 shows as no PTE pointer
+ * (a leaf-size mask only came in 6.15); 6.1 maps BARs with PTEs only.
+ * -ENOENT when nothing is mapped there yet, -EFAULT when write is asked of
+ * a read-only mapping. */
+static inline int zp_follow_pfnmap(struct vm_area_struct *vma, unsigned long addr,
+				   bool write, unsigned long *pfn, unsigned long *contig)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+	struct follow_pfnmap_args args = { .vma = vma, .address = addr };
+	int ret = 0;
+
+	if (follow_pfnmap_start(&args))
+		return -ENOENT;
+	if (write && !args.writable) {
+		ret = -EFAULT;
+	} else {
+		*pfn = args.pfn;
+		*contig = args.ptep ? 1 : (PMD_SIZE - (addr & ~PMD_MASK)) >> PAGE_SHIFT;
+	}
+	follow_pfnmap_end(&args);
+	return ret;
+#else
+	spinlock_t *ptl;
+	pte_t *ptep;
+	int ret = 0;
+
+	if (follow_pte(vma->vm_mm, addr, &ptep, &ptl))
+		return -ENOENT;
+	if (write && !pte_write(*ptep)) {
+		ret = -EFAULT;
+	} else {
+		*pfn = pte_pfn(*ptep);
+		*contig = 1;
+	}
+	pte_unmap_unlock(ptep, ptl);
+	return ret;
+#endif
+}
+
 /* --- IOMMU API: map calls take a gfp since 6.3 --- */
+static inline int zp_iommu_map(struct iommu_domain *domain, unsigned long iova,
+			       phys_addr_t paddr, size_t size, int prot)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	return iommu_map(domain, iova, paddr, size, prot, GFP_KERNEL_ACCOUNT);
+#else
+	return iommu_map(domain, iova, paddr, size, prot);
+#endif
+}
+
 static inline ssize_t zp_iommu_map_sg(struct iommu_domain *domain, unsigned long iova,
 				      struct scatterlist *sg, unsigned int nents, int prot)
 {

@@ -11,8 +11,14 @@
  * one iommu_unmap() of the whole range per domain (one IOTLB sync), then
  * the runs are unpinned.
  *
+ * A mapping of MMIO (a device BAR, peer-to-peer) is watched with an
+ * mmu_interval_notifier on the user's range: when that mapping goes away
+ * the IOMMU stops reaching the BAR at once (zp_dma_mmio_gone()).
+ *
  * Locking: every function here runs under zp_container.lock, which also
- * covers the pinning (as type1 pins under its container lock).
+ * covers the pinning (as type1 pins under its container lock). Writing a
+ * mapping into or out of the IOMMU also takes zp_container.iommu_lock,
+ * which the revocation callback takes from under the mmap_lock.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dma: " fmt
 
@@ -168,6 +174,42 @@ static unsigned int zp_chunk_nents(struct zp_run_chunk *chunk, size_t *bytes)
 	return nents;
 }
 
+static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
+{
+	unsigned int i;
+
+	for (i = 0; i < chunk->nr; i++)
+		if (chunk->run[i].kind == ZP_RUN_MMIO)
+			return true;
+	return false;
+}
+
+/* A chunk with MMIO runs (no struct page for a scatterlist): one
+ * iommu_map() per run. Few mappings hold BARs, so this path stays rare. */
+static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
+			     struct zp_run_chunk *chunk, int prot, size_t *mapped)
+{
+	unsigned int i;
+	size_t len;
+	int ret;
+
+	*mapped = 0;
+	for (i = 0; i < chunk->nr; i++) {
+		len = chunk->run[i].npages << PAGE_SHIFT;
+		ret = zp_iommu_map(d->domain, iova + *mapped, PFN_PHYS(chunk->run[i].pfn),
+				   len, prot | IOMMU_CACHE);
+		zp_stat_inc(iommu_map_calls);
+		if (ret) {
+			if (*mapped)
+				iommu_unmap(d->domain, iova, *mapped);
+			return ret;
+		}
+		*mapped += len;
+	}
+	zp_count_chunk_entries(d, iova, chunk);
+	return 0;
+}
+
 /* Map one chunk of runs at iova into d with one iommu_map_sg(). */
 static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 			struct zp_run_chunk *chunk, int prot, size_t *mapped)
@@ -177,6 +219,8 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 	unsigned int i, nents = zp_chunk_nents(chunk, mapped);
 	ssize_t ret;
 
+	if (zp_chunk_has_mmio(chunk))
+		return zp_map_chunk_runs(d, iova, chunk, prot, mapped);
 	if (sg_alloc_table(&sgt, nents, GFP_KERNEL))
 		return -ENOMEM;
 	sg = sgt.sgl;
@@ -233,13 +277,72 @@ static void zp_dma_unmap_domain(struct zp_dma *dma, struct zp_domain *d)
 		  done, dma->size, &dma->iova);
 }
 
-/* Out of every domain, unpinned, uncharged and freed. */
+/*
+ * The user's MMIO (PFNMAP) mapping behind dma is going away: munmap, the
+ * driver zapping it (vfio-pci on device release, reset or memory decode
+ * off), process exit. Take dma out of the IOMMU now, so no device reaches
+ * a BAR that may soon belong to someone else; the IOVA stays reserved
+ * until UNMAP_DMA. Runs under the invalidator's mmap_lock: takes only
+ * iommu_lock, and not even that once revoked.
+ */
+static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
+			     const struct mmu_notifier_range *range,
+			     unsigned long cur_seq)
+{
+	struct zp_dma *dma = container_of(watch, struct zp_dma, mmio_watch);
+	struct zp_container *c = dma->c;
+	struct zp_domain *d;
+
+	if (range->event != MMU_NOTIFY_UNMAP && range->event != MMU_NOTIFY_CLEAR &&
+	    range->event != MMU_NOTIFY_RELEASE)
+		return true;	/* protection changes, soft-dirty: still mapped */
+	if (READ_ONCE(dma->revoked))
+		return true;
+	if (mmu_notifier_range_blockable(range))
+		mutex_lock(&c->iommu_lock);
+	else if (!mutex_trylock(&c->iommu_lock))
+		return false;
+	mmu_interval_set_seq(watch, cur_seq);
+	if (dma->mapped && !dma->revoked)
+		list_for_each_entry(d, &c->domains, node)
+			zp_dma_unmap_domain(dma, d);
+	WRITE_ONCE(dma->revoked, true);
+	mutex_unlock(&c->iommu_lock);
+	zp_stat_inc(mmio_revoked);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops zp_mmio_watch_ops = {
+	.invalidate = zp_dma_mmio_gone,
+};
+
+/* Watch dma's user range before its MMIO pfns are looked up; returns the
+ * sequence to check before the IOMMU is written. Takes the mmap_lock. */
+static int zp_dma_watch(struct zp_dma *dma, unsigned long *seq)
+{
+	int ret = mmu_interval_notifier_insert(&dma->mmio_watch, current->mm,
+					       dma->vaddr, dma->size, &zp_mmio_watch_ops);
+
+	if (ret)
+		return ret;
+	dma->watched = true;
+	*seq = mmu_interval_read_begin(&dma->mmio_watch);
+	return 0;
+}
+
+/* Out of every domain, unpinned, uncharged and freed. The watch goes
+ * first, outside iommu_lock: removing it waits for a running callback. */
 static void zp_dma_remove(struct zp_container *c, struct zp_dma *dma)
 {
 	struct zp_domain *d;
 
-	list_for_each_entry(d, &c->domains, node)
-		zp_dma_unmap_domain(dma, d);
+	if (dma->watched)
+		mmu_interval_notifier_remove(&dma->mmio_watch);
+	mutex_lock(&c->iommu_lock);
+	if (dma->mapped && !dma->revoked)
+		list_for_each_entry(d, &c->domains, node)
+			zp_dma_unmap_domain(dma, d);
+	mutex_unlock(&c->iommu_lock);
 	zp_pinned_release(&dma->pinned, dma->prot & IOMMU_WRITE);
 	rb_erase(&dma->node, &c->dmas);
 	kfree(dma);
@@ -256,24 +359,38 @@ void zp_dma_remove_all(struct zp_container *c)
 	}
 }
 
-/* Map dma into every domain; on failure into none. */
-static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma)
+/*
+ * Map dma into every domain; on failure into none. A watched MMIO range
+ * whose mapping changed since its pfns were looked up (seq) is not
+ * written at all and stays revoked, as if it had gone right after.
+ */
+static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
+			  unsigned long seq)
 {
 	struct zp_domain *d;
-	int ret;
+	int ret = 0;
 
+	mutex_lock(&c->iommu_lock);
+	if (dma->watched && (dma->revoked || mmu_interval_read_retry(&dma->mmio_watch, seq))) {
+		dma->revoked = true;
+		goto out;
+	}
 	list_for_each_entry(d, &c->domains, node) {
 		ret = zp_dma_map_domain(dma, d);
 		if (ret)
 			goto unwind;
 	}
-	return 0;
+	dma->mapped = true;
+	goto out;
 unwind:
 	list_for_each_entry_continue_reverse(d, &c->domains, node)
 		zp_dma_unmap_domain(dma, d);
+out:
+	mutex_unlock(&c->iommu_lock);
 	return ret;
 }
 
+/* Caller holds iommu_lock as well, and adds d to the domains after. */
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 {
 	struct zp_dma *dma, *undo;
@@ -282,6 +399,8 @@ int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 
 	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
 		dma = rb_entry(n, struct zp_dma, node);
+		if (!dma->mapped || dma->revoked)
+			continue;
 		ret = zp_dma_map_domain(dma, d);
 		if (ret)
 			goto unwind;
@@ -290,7 +409,8 @@ int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 unwind:
 	for (n = rb_first(&c->dmas); n != &dma->node; n = rb_next(n)) {
 		undo = rb_entry(n, struct zp_dma, node);
-		zp_dma_unmap_domain(undo, d);
+		if (undo->mapped && !undo->revoked)
+			zp_dma_unmap_domain(undo, d);
 	}
 	return ret;
 }
@@ -326,8 +446,14 @@ static int zp_map_check(struct zp_container *c, struct vfio_iommu_type1_dma_map 
 	return 0;
 }
 
+/*
+ * Pin, then write into every domain. A range with MMIO (a BAR for
+ * peer-to-peer) is pinned again under a watch that revokes it when the
+ * user's mapping goes away (zp_dma_mmio_gone()).
+ */
 int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map)
 {
+	unsigned long seq = 0, npages = map->size >> PAGE_SHIFT;
 	struct zp_dma *dma;
 	int prot, ret;
 
@@ -341,12 +467,20 @@ int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map)
 	dma->size = map->size;
 	dma->vaddr = map->vaddr;
 	dma->prot = prot;
+	dma->c = c;
 	zp_pinned_init(&dma->pinned);
-	ret = zp_pin_user(&dma->pinned, dma->vaddr, dma->size >> PAGE_SHIFT,
-			  prot & IOMMU_WRITE);
+	ret = zp_pin_user(&dma->pinned, dma->vaddr, npages, prot & IOMMU_WRITE, false);
+	if (ret == -ENOTBLK) {
+		ret = zp_dma_watch(dma, &seq);
+		if (!ret)
+			ret = zp_pin_user(&dma->pinned, dma->vaddr, npages,
+					  prot & IOMMU_WRITE, true);
+	}
 	if (!ret)
-		ret = zp_dma_map_all(c, dma);
+		ret = zp_dma_map_all(c, dma, seq);
 	if (ret) {
+		if (dma->watched)
+			mmu_interval_notifier_remove(&dma->mmio_watch);
 		zp_pinned_release(&dma->pinned, false);
 		kfree(dma);
 		return ret;

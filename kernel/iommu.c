@@ -366,17 +366,22 @@ static int zp_domain_place(struct zp_container *c, struct zp_domain *new,
 		return 0;
 	}
 	ret = zp_domain_msi_cookie(new, g->group);
+	if (ret)
+		goto err;
+	mutex_lock(&c->iommu_lock);
+	ret = zp_dma_replay(c, new);
 	if (!ret)
-		ret = zp_dma_replay(c, new);
-	if (ret) {
-		iommu_detach_group(new->domain, g->group);
-		zp_domain_destroy(new);
-		return ret;
-	}
+		list_add_tail(&new->node, &c->domains);
+	mutex_unlock(&c->iommu_lock);
+	if (ret)
+		goto err;
 	list_add(&g->node, &new->groups);
-	list_add_tail(&new->node, &c->domains);
 	zp_update_pgsizes(c);
 	return 0;
+err:
+	iommu_detach_group(new->domain, g->group);
+	zp_domain_destroy(new);
+	return ret;
 }
 
 static int zp_attach_group(void *data, struct iommu_group *group,
@@ -455,7 +460,9 @@ static void zp_detach_group(void *data, struct iommu_group *group)
 	if (list_empty(&d->groups)) {
 		if (list_is_singular(&c->domains))
 			zp_dma_remove_all(c);
+		mutex_lock(&c->iommu_lock);
 		list_del(&d->node);
+		mutex_unlock(&c->iommu_lock);
 		zp_domain_destroy(d);
 		zp_update_pgsizes(c);
 	}
@@ -476,6 +483,7 @@ static void *zp_open(unsigned long arg)
 	if (!c)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&c->lock);
+	mutex_init(&c->iommu_lock);
 	INIT_LIST_HEAD(&c->domains);
 	c->dmas = RB_ROOT;
 	c->pgsize_bitmap = PAGE_MASK;
@@ -493,6 +501,7 @@ static void zp_release(void *data)
 
 	mutex_lock(&c->lock);
 	zp_dma_remove_all(c);
+	mutex_lock(&c->iommu_lock);
 	list_for_each_entry_safe(d, dtmp, &c->domains, node) {
 		list_for_each_entry_safe(g, gtmp, &d->groups, node) {
 			iommu_detach_group(d->domain, g->group);
@@ -502,7 +511,9 @@ static void zp_release(void *data)
 		list_del(&d->node);
 		zp_domain_destroy(d);
 	}
+	mutex_unlock(&c->iommu_lock);
 	mutex_unlock(&c->lock);
+	mutex_destroy(&c->iommu_lock);
 	mutex_destroy(&c->lock);
 	kfree(c->ranges);
 	kfree(c);
@@ -719,6 +730,8 @@ static int zp_stats_show(struct seq_file *m, void *v)
 	SHOW(entries_4k);
 	SHOW(entries_2m);
 	SHOW(entries_1g);
+	SHOW(mmio_pages);
+	SHOW(mmio_revoked);
 #undef SHOW
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <linux/atomic.h>
 #include <linux/iommu.h>
 #include <linux/list.h>
+#include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
 #include <linux/vfio.h>
@@ -38,6 +39,11 @@ struct zp_group {
 /* One VFIO container that zeropin serves (VFIO_TYPE1v2_IOMMU). */
 struct zp_container {
 	struct mutex lock;		/* protects everything below */
+	struct mutex iommu_lock;	/* nested in lock: what the IOMMU maps. Held
+					 * to change domains or a dma's mapped and
+					 * revoked, and by the MMIO revocation
+					 * callback (which runs under mmap_lock, so
+					 * nothing may take mmap_lock inside it) */
 	struct list_head domains;	/* zp_domain */
 	struct rb_root dmas;		/* zp_dma by IOVA, never overlapping */
 	struct zp_iova_range *ranges;	/* sorted usable IOVA ranges */
@@ -54,6 +60,14 @@ struct zp_dma {
 	unsigned long vaddr;		/* user address it was mapped from */
 	int prot;			/* IOMMU_READ / IOMMU_WRITE */
 	struct zp_pinned pinned;	/* the pinned runs and their charge */
+	struct zp_container *c;		/* the container it belongs to */
+	struct mmu_interval_notifier mmio_watch; /* MMIO (PFNMAP) ranges: told
+					 * when the user's mapping goes away */
+	bool watched;			/* mmio_watch is registered */
+	bool mapped;			/* in every domain (under iommu_lock) */
+	bool revoked;			/* MMIO mapping gone: taken out of the
+					 * IOMMU, IOVA still reserved until
+					 * UNMAP_DMA (under iommu_lock) */
 };
 
 /* Global counters, in debugfs zeropin/iommu_counters. */
@@ -71,6 +85,9 @@ struct zp_iommu_stats {
 	atomic64_t entries_4k;		/* IOMMU entries created, by page size */
 	atomic64_t entries_2m;
 	atomic64_t entries_1g;
+	atomic64_t mmio_pages;		/* MMIO (PFNMAP) pages ever mapped */
+	atomic64_t mmio_revoked;	/* mappings revoked because their MMIO
+					 * mapping went away */
 };
 extern struct zp_iommu_stats zp_iommu_stats;
 
@@ -81,7 +98,8 @@ extern struct zp_iommu_stats zp_iommu_stats;
 int zp_iommu_init(struct dentry *debugfs_dir);
 void zp_iommu_exit(void);
 
-/* dma.c; every function here is called with zp_container.lock held. */
+/* dma.c; every function here is called with zp_container.lock held,
+ * zp_dma_replay() with iommu_lock too. */
 int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map);
 int zp_dma_unmap(struct zp_container *c, struct vfio_iommu_type1_dma_unmap *unmap);
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d);

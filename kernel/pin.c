@@ -16,6 +16,11 @@
  *     whole folio, so no per-page GUP result is needed.
  *  3. Anything else: pin_user_pages_fast() over ZP_GUP_BATCH pages, folded
  *     into physically contiguous runs.
+ *  4. Where GUP refuses a PFNMAP range (a device BAR mapped for
+ *     peer-to-peer), its pfns are looked up and recorded, stepping a whole
+ *     huge leaf at a time; nothing is held or charged (as type1), and
+ *     dma.c watches the range so the IOMMU stops reaching it when the
+ *     user's mapping goes away.
  *
  * Runs remember how their pages are held (enum zp_run_kind) and are let go
  * the same way, a folio at a time. RLIMIT_MEMLOCK is charged ahead in
@@ -54,6 +59,16 @@
 /* A large folio is tried whole only at an address aligned to this (the
  * smallest huge page, a PMD); other addresses go through GUP batches. */
 #define ZP_FOLIO_ALIGN	PMD_SIZE
+
+/* One zp_pin_user() call's state, passed down its paths. */
+struct zp_pin_walk {
+	struct zp_pinned *p;		/* where the runs go */
+	unsigned int gup_flags;		/* FOLL_LONGTERM, FOLL_WRITE */
+	bool write;			/* the device may write */
+	bool mmio_ok;			/* PFNMAP ranges may be recorded */
+	bool try_file;			/* still worth asking zeropinfs */
+	struct page **pages;		/* GUP batch array, ZP_GUP_BATCH long */
+};
 
 void zp_pinned_init(struct zp_pinned *p)
 {
@@ -163,8 +178,12 @@ static int zp_runs_append(struct zp_pinned *p, unsigned long pfn, unsigned long 
 		zp_stat_inc(runs);
 	}
 	p->npages += n;
-	zp_stat_add(pages_pinned, n);
-	zp_stat_add(pages_pinned_total, n);
+	if (kind == ZP_RUN_MMIO) {
+		zp_stat_add(mmio_pages, n);
+	} else {
+		zp_stat_add(pages_pinned, n);
+		zp_stat_add(pages_pinned_total, n);
+	}
 	return 0;
 }
 
@@ -175,6 +194,9 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 	struct folio *folio;
 	struct page *head;
 
+	if (run->kind == ZP_RUN_MMIO)
+		return;
+	zp_stat_add(pages_pinned, -(long)run->npages);
 	if (run->kind == ZP_RUN_PAGE_PINS) {
 		unpin_user_page_range_dirty_lock(pfn_to_page(pfn), run->npages, dirty);
 		return;
@@ -206,7 +228,6 @@ static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
 		kfree(c);
 		cond_resched();
 	}
-	zp_stat_add(pages_pinned, -(long)p->npages);
 	p->npages = 0;
 	p->credit = 0;
 	zp_account(p, -(long)p->locked);
@@ -312,6 +333,56 @@ static long zp_pin_folio(struct zp_pinned *p, unsigned long addr,
 	return n;
 }
 
+/* --- 4. PFNMAP ranges (path 3 hands them over) --- */
+
+/*
+ * Record the pfns of the PFNMAP vma at addr, up to npages or the vma's
+ * end, faulting them in where the driver maps lazily (vfio-pci). Only
+ * memory without a struct page, or reserved, is taken, as type1 does.
+ * Returns pages recorded, -ENOTBLK when the caller did not allow MMIO,
+ * -EFAULT when addr is no PFNMAP or not writable as asked.
+ */
+static long zp_pin_pfnmap(struct zp_pin_walk *w, unsigned long addr, unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long done = 0, pfn, n, a;
+	struct vm_area_struct *vma;
+	bool faulted = false, unlocked;
+	long ret = 0;
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+again:
+	vma = vma_lookup(mm, addr + (done << PAGE_SHIFT));
+	if (!vma || !(vma->vm_flags & VM_PFNMAP))
+		ret = -EFAULT;
+	else if (!w->mmio_ok)
+		ret = -ENOTBLK;
+	while (!ret && done < npages && (a = addr + (done << PAGE_SHIFT)) < vma->vm_end) {
+		ret = zp_follow_pfnmap(vma, a, w->write, &pfn, &n);
+		if (ret == -ENOENT && !faulted) {
+			unlocked = false;
+			faulted = true;
+			ret = fixup_user_fault(mm, a, w->write ? FAULT_FLAG_WRITE : 0, &unlocked);
+			if (!ret && unlocked)
+				goto again;	/* the lock was dropped: look again */
+			continue;
+		}
+		if (!ret && pfn_valid(pfn) && !PageReserved(pfn_to_page(pfn)))
+			ret = -EFAULT;
+		if (ret)
+			break;
+		n = min3(n, npages - done, (vma->vm_end - a) >> PAGE_SHIFT);
+		ret = zp_runs_append(w->p, pfn, n, ZP_RUN_MMIO);
+		done += ret ? 0 : n;
+		faulted = false;
+	}
+	mmap_read_unlock(mm);
+	if (ret == -ENOENT)
+		ret = -EFAULT;
+	return done ? done : ret;
+}
+
 /* --- 3. GUP batches --- */
 
 /*
@@ -333,21 +404,27 @@ static long zp_runs_add_pages(struct zp_pinned *p, struct page **pages, long nr)
 	return i;
 }
 
-/* Pin one batch at addr; returns pages pinned and recorded, or -errno. */
-static long zp_pin_batch(struct zp_pinned *p, unsigned long addr, long nr,
-			 unsigned int gup_flags, struct page **pages)
+
+/*
+ * Pin one batch at addr; returns pages pinned and recorded, or -errno.
+ * Where GUP refuses the range because it is PFNMAP, path 4 takes it.
+ */
+static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
 {
+	struct zp_pinned *p = w->p;
 	long got, used;
 	int ret;
 
-	got = pin_user_pages_fast(addr, nr, gup_flags, pages);
+	got = pin_user_pages_fast(addr, nr, w->gup_flags, w->pages);
 	zp_stat_inc(gup_calls);
+	if (got == -EFAULT)
+		return zp_pin_pfnmap(w, addr, nr);
 	if (got <= 0)
 		return got ? got : -EFAULT;
 	ret = zp_charge(p, got);
-	used = ret ? 0 : zp_runs_add_pages(p, pages, got);
+	used = ret ? 0 : zp_runs_add_pages(p, w->pages, got);
 	if (used < got) {
-		unpin_user_pages(pages + used, got - used);
+		unpin_user_pages(w->pages + used, got - used);
 		if (!ret)
 			zp_uncharge(p, got - used);
 		return ret ? ret : -ENOMEM;
@@ -368,48 +445,50 @@ static long zp_batch_len(unsigned long addr, unsigned long npages)
 }
 
 /* Pin the piece of the range starting at addr, by the cheapest path. */
-static long zp_pin_next(struct zp_pinned *p, unsigned long addr, unsigned long npages,
-			unsigned int gup_flags, struct page **pages, bool *try_file)
+static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long npages)
 {
 	long n = 0;
 
-	if (*try_file) {
-		n = zp_pin_file(p, addr, npages, gup_flags & FOLL_WRITE);
-		*try_file = n > 0;	/* once it stops, the rest is no zeropinfs */
+	if (w->try_file) {
+		n = zp_pin_file(w->p, addr, npages, w->write);
+		w->try_file = n > 0;	/* once it stops, the rest is no zeropinfs */
 	}
 	if (!n)
-		n = zp_pin_folio(p, addr, npages, gup_flags);
+		n = zp_pin_folio(w->p, addr, npages, w->gup_flags);
 	if (!n)
-		n = zp_pin_batch(p, addr, zp_batch_len(addr, npages), gup_flags, pages);
+		n = zp_pin_batch(w, addr, zp_batch_len(addr, npages));
 	return n;
 }
 
 int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
-		unsigned long npages, bool write)
+		unsigned long npages, bool write, bool mmio_ok)
 {
-	unsigned int gup_flags = FOLL_LONGTERM | (write ? FOLL_WRITE : 0);
+	struct zp_pin_walk w = {
+		.p = p,
+		.gup_flags = FOLL_LONGTERM | (write ? FOLL_WRITE : 0),
+		.write = write,
+		.mmio_ok = mmio_ok,
+		.try_file = true,
+	};
 	unsigned long done = 0;
-	bool try_file = true;
-	struct page **pages;
 	long got = 0;
 
-	pages = kvmalloc_array(min_t(unsigned long, npages, ZP_GUP_BATCH),
-			       sizeof(*pages), GFP_KERNEL);
-	if (!pages)
+	w.pages = kvmalloc_array(min_t(unsigned long, npages, ZP_GUP_BATCH),
+				 sizeof(*w.pages), GFP_KERNEL);
+	if (!w.pages)
 		return -ENOMEM;
 	while (done < npages) {
 		if (fatal_signal_pending(current)) {
 			got = -EINTR;
 			break;
 		}
-		got = zp_pin_next(p, vaddr + (done << PAGE_SHIFT), npages - done,
-				  gup_flags, pages, &try_file);
+		got = zp_pin_next(&w, vaddr + (done << PAGE_SHIFT), npages - done);
 		if (got < 0)
 			break;
 		done += got;
 		cond_resched();
 	}
-	kvfree(pages);
+	kvfree(w.pages);
 	zp_return_credit(p);
 	if (got >= 0)
 		return 0;

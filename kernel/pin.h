@@ -16,6 +16,7 @@ enum zp_run_kind {
 	ZP_RUN_PAGE_PINS,	/* a GUP pin on every page */
 	ZP_RUN_FOLIO_PINS,	/* one GUP pin per (whole) folio */
 	ZP_RUN_FOLIO_REFS,	/* one reference per (whole) zeropinfs folio */
+	ZP_RUN_MMIO,		/* PFNMAP (a device BAR): nothing held */
 };
 
 /* Physically contiguous pinned pages, consecutive in IOVA within a mapping. */
@@ -58,11 +59,13 @@ void zp_pinned_release(struct zp_pinned *p, bool dirty);
  * Pin npages pages of the caller's memory at vaddr (writable for the
  * device when write), charging RLIMIT_MEMLOCK. All or nothing: on error
  * nothing stays pinned or charged. -ENOMEM over the limit, -EFAULT for an
- * address without memory, -EINTR on a fatal signal. Sleeps; the caller
- * may hold its container lock.
+ * address without memory, -EINTR on a fatal signal. A PFNMAP range (a
+ * device BAR) is recorded as ZP_RUN_MMIO when mmio_ok, else the call
+ * fails with -ENOTBLK: the caller must watch such a range first (dma.c).
+ * Sleeps; the caller may hold its container lock.
  */
 int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
-		unsigned long npages, bool write);
+		unsigned long npages, bool write, bool mmio_ok);
 
 #define zp_for_each_chunk(p, chunk) \
 	list_for_each_entry(chunk, &(p)->chunks, node)
