@@ -40,12 +40,12 @@ bool all_bytes(const void *p, int c, size_t len)
 	return true;
 }
 
-long proc_status_kb(const char *field)
+long proc_file_kb(const char *path, const char *field)
 {
 	char line[256];
 	size_t len = strlen(field);
 	long kb = -ENOENT;
-	FILE *f = fopen("/proc/self/status", "r");
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -errno;
@@ -54,4 +54,9 @@ long proc_status_kb(const char *field)
 			kb = strtol(line + len + 1, NULL, 10);
 	fclose(f);
 	return kb;
+}
+
+long proc_status_kb(const char *field)
+{
+	return proc_file_kb("/proc/self/status", field);
 }

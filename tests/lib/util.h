@@ -17,8 +17,10 @@ double now_ms(void);
 /* True when every byte of [p, p + len) is c. */
 bool all_bytes(const void *p, int c, size_t len);
 
-/* A "Field: N kB" line of /proc/self/status (e.g. "VmLck"), in kB, or a
- * negative errno. */
+/* A "Field: N kB" line of a /proc file (e.g. /proc/meminfo "MemFree"), in
+ * kB, or a negative errno; proc_status_kb() reads /proc/self/status
+ * (e.g. "VmLck"). */
+long proc_file_kb(const char *path, const char *field);
 long proc_status_kb(const char *field);
 
 #endif /* TEST_UTIL_H */

@@ -149,14 +149,19 @@ static int group_of(const char *bdf)
 	return atoi(base ? base + 1 : target);
 }
 
+void edu_init(struct edu *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->group = e->device = -1;
+}
+
 int __edu_open(struct edu *e, int index)
 {
 	struct vfio_group_status status = { .argsz = sizeof(status) };
 	char path[64];
 	int ret;
 
-	memset(e, 0, sizeof(*e));
-	e->group = e->device = -1;
+	edu_init(e);
 	ret = edu_find(index, e->bdf, sizeof(e->bdf));
 	if (ret)
 		return ret;

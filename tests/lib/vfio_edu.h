@@ -50,6 +50,9 @@ int vfio_container_open(void);
 int __vfio_set_iommu(int container, unsigned long type);
 void vfio_set_iommu(int container, unsigned long type);
 
+/* Mark e closed, so edu_close() is safe on it before any edu_open(). */
+void edu_init(struct edu *e);
+
 /* Find the index-th edu device and open its group (not yet in a container). */
 int __edu_open(struct edu *e, int index);
 void edu_open(struct edu *e, int index);

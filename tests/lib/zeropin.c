@@ -69,12 +69,12 @@ long pool_read(const char *name)
 	return ret ? ret : val;
 }
 
-int __pool_write(const char *name, long value)
+/* Write a number to a sysfs file; 0 or -errno. */
+static int write_long(const char *path, long value)
 {
-	char path[256], buf[32];
+	char buf[32];
 	int fd, len, ret = 0;
 
-	snprintf(path, sizeof(path), ZEROPIN_POOL "/%s", name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -83,6 +83,14 @@ int __pool_write(const char *name, long value)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+int __pool_write(const char *name, long value)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), ZEROPIN_POOL "/%s", name);
+	return write_long(path, value);
 }
 
 void pool_write(const char *name, long value)
@@ -133,18 +141,10 @@ long iommu_counter(const char *name)
 
 int __zeropin_param_write(const char *name, long value)
 {
-	char path[256], buf[32];
-	int fd, len, ret = 0;
+	char path[256];
 
 	snprintf(path, sizeof(path), "/sys/module/zeropin/parameters/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = snprintf(buf, sizeof(buf), "%ld\n", value);
-	if (write(fd, buf, len) != len)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return write_long(path, value);
 }
 
 int __zfs_mount(const char *dir, const char *opts)

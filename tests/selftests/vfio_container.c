@@ -44,8 +44,8 @@ FIXTURE_VARIANT_ADD(container, zeropin_separate_domains) {
 FIXTURE_SETUP(container)
 {
 	self->container = -1;
-	self->edu[0].group = self->edu[1].group = -1;
-	self->edu[0].device = self->edu[1].device = -1;
+	edu_init(&self->edu[0]);
+	edu_init(&self->edu[1]);
 	if (edu_count() < 2)
 		SKIP(return, "needs two edu devices (scripts/lab --edu 2)");
 	vfio_driver_use(variant->driver);
@@ -220,45 +220,39 @@ TEST_F(container, check_extension)
 	EXPECT_EQ(0, ioctl(self->container, VFIO_CHECK_EXTENSION, 0x7fff));
 }
 
+/* Set up a container of type for edu 0; whether zeropin took it. */
+static bool served_by_zeropin(struct __test_metadata *_metadata, unsigned long type)
+{
+	long before = zeropin_containers();
+	bool zeropin;
+	struct edu edu;
+	int c;
+
+	edu_open(&edu, 0);
+	c = vfio_container_open();
+	edu_attach(&edu, c);
+	EXPECT_EQ(0, __vfio_set_iommu(c, type));
+	zeropin = zeropin_containers() > before;
+	edu_close(&edu);
+	close(c);
+	EXPECT_EQ(before, zeropin_containers());	/* released with the group */
+	return zeropin;
+}
+
 /*
  * claim_type1v2 decides where TYPE1v2 containers go, and v1 (VFIO_TYPE1_IOMMU)
  * always stays with stock type1.
  */
 TEST(claim_type1v2_routes_containers)
 {
-	struct edu edu;
-	long before;
-	int c;
-
 	if (access("/sys/module/zeropin", F_OK))
 		zeropin_load("");
-	edu_open(&edu, 0);
-	c = vfio_container_open();
-	edu_attach(&edu, c);
-	before = zeropin_containers();
-	ASSERT_EQ(0, __vfio_set_iommu(c, VFIO_TYPE1_IOMMU));
-	EXPECT_EQ(before, zeropin_containers());
-	edu_close(&edu);
-	close(c);
-
-	ASSERT_EQ(0, __zeropin_param_write("claim_type1v2", 0));
-	edu_open(&edu, 0);
-	c = vfio_container_open();
-	edu_attach(&edu, c);
-	EXPECT_EQ(0, __vfio_set_iommu(c, VFIO_TYPE1v2_IOMMU));
-	EXPECT_EQ(before, zeropin_containers());
-	edu_close(&edu);
-	close(c);
-
 	ASSERT_EQ(0, __zeropin_param_write("claim_type1v2", 1));
-	edu_open(&edu, 0);
-	c = vfio_container_open();
-	edu_attach(&edu, c);
-	EXPECT_EQ(0, __vfio_set_iommu(c, VFIO_TYPE1v2_IOMMU));
-	EXPECT_EQ(before + 1, zeropin_containers());
-	edu_close(&edu);
-	close(c);
-	EXPECT_EQ(before, zeropin_containers());
+	EXPECT_FALSE(served_by_zeropin(_metadata, VFIO_TYPE1_IOMMU));
+	EXPECT_TRUE(served_by_zeropin(_metadata, VFIO_TYPE1v2_IOMMU));
+	ASSERT_EQ(0, __zeropin_param_write("claim_type1v2", 0));
+	EXPECT_FALSE(served_by_zeropin(_metadata, VFIO_TYPE1v2_IOMMU));
+	ASSERT_EQ(0, __zeropin_param_write("claim_type1v2", 1));
 }
 
 TEST_HARNESS_MAIN

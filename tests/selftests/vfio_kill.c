@@ -39,26 +39,10 @@ FIXTURE_VARIANT(kill) {
 FIXTURE_VARIANT_ADD(kill, type1) { .driver = DRIVER_TYPE1 };
 FIXTURE_VARIANT_ADD(kill, zeropin) { .driver = DRIVER_ZEROPIN };
 
-static long meminfo_kb(const char *field)
-{
-	char line[256];
-	size_t len = strlen(field);
-	long kb = -ENOENT;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, len) && line[len] == ':')
-			kb = strtol(line + len + 1, NULL, 10);
-	fclose(f);
-	return kb;
-}
-
 FIXTURE_SETUP(kill)
 {
 	vfio_driver_use(variant->driver);
-	self->memfree = meminfo_kb("MemFree");
+	self->memfree = proc_file_kb("/proc/meminfo", "MemFree");
 	ASSERT_LT(0, self->memfree);
 }
 
@@ -112,7 +96,7 @@ TEST_F(kill, sigkill_during_a_large_map_releases_every_pin)
 		EXPECT_EQ(0, iommu_counter("pages_pinned"));
 		EXPECT_EQ(0, iommu_counter("containers"));
 	}
-	EXPECT_LT(self->memfree - MEMFREE_SLACK_KB, meminfo_kb("MemFree"));
+	EXPECT_LT(self->memfree - MEMFREE_SLACK_KB, proc_file_kb("/proc/meminfo", "MemFree"));
 	/* the device is free again */
 	container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
 	edu_close(&edu);

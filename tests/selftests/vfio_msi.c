@@ -52,7 +52,7 @@ static int __write_param(const char *path, int value)
 FIXTURE_SETUP(msi)
 {
 	self->container = -1;
-	self->edu.group = self->edu.device = -1;
+	edu_init(&self->edu);
 	if (kmsg_count("Enabled IRQ remapping") > 0)
 		SKIP(return, "interrupt remapping is on (the --no-intremap lab boot runs this)");
 	vfio_driver_use(variant->driver);

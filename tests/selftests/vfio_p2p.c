@@ -44,8 +44,8 @@ FIXTURE_VARIANT_ADD(p2p, zeropin) { .driver = DRIVER_ZEROPIN };
 FIXTURE_SETUP(p2p)
 {
 	self->container = -1;
-	self->edu[0].group = self->edu[1].group = -1;
-	self->edu[0].device = self->edu[1].device = -1;
+	edu_init(&self->edu[0]);
+	edu_init(&self->edu[1]);
 	if (edu_count() < 2)
 		SKIP(return, "needs two edu devices (scripts/lab --edu 2)");
 	vfio_driver_use(variant->driver);
