@@ -14,6 +14,7 @@
 #include "kselftest_harness.h"
 #include "backing.h"
 #include "kmsg.h"
+#include "zeropin.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 
@@ -77,6 +78,37 @@ FIXTURE_TEARDOWN(vfio)
 TEST_F(vfio, map_dma_roundtrip_unmap)
 {
 	vfio_map(self->container, self->buf.addr, IOVA_BASE, self->buf.size);
+	edu_verify(&self->edu, self->buf.addr, IOVA_BASE, self->buf.size);
+	vfio_unmap(self->container, IOVA_BASE, self->buf.size);
+}
+
+/*
+ * zeropin pins a large folio with one GUP call and maps it with IOMMU
+ * entries of its size (the emulated VT-d has 2 MiB and 1 GiB pages);
+ * 4 KiB memory takes 64 MiB GUP batches.
+ */
+TEST_F(vfio, pins_whole_folios_into_large_iommu_pages)
+{
+	size_t folio = backing_pagesize(variant->backing);
+	long gup0 = iommu_counter("gup_calls");
+	long e4k = iommu_counter("entries_4k"), e2m = iommu_counter("entries_2m");
+	long e1g = iommu_counter("entries_1g");
+
+	if (variant->driver != DRIVER_ZEROPIN)
+		SKIP(return, "type1's pinning is not counted");
+	buffer_touch(&self->buf);	/* THP folios exist only once touched */
+	vfio_map(self->container, self->buf.addr, IOVA_BASE, self->buf.size);
+	if (variant->backing == BACKING_ANON_4K) {
+		EXPECT_EQ(1 + 1, iommu_counter("gup_calls") - gup0);	/* a try, one batch */
+		EXPECT_EQ(self->buf.size / 4096, iommu_counter("entries_4k") - e4k);
+	} else {
+		EXPECT_EQ(self->buf.size / folio, iommu_counter("gup_calls") - gup0);
+		EXPECT_EQ(0, iommu_counter("entries_4k") - e4k);
+		EXPECT_EQ(folio == SZ_2M ? self->buf.size / folio : 0,
+			  iommu_counter("entries_2m") - e2m);
+		EXPECT_EQ(folio == SZ_2M ? 0 : self->buf.size / folio,
+			  iommu_counter("entries_1g") - e1g);
+	}
 	edu_verify(&self->edu, self->buf.addr, IOVA_BASE, self->buf.size);
 	vfio_unmap(self->container, IOVA_BASE, self->buf.size);
 }
