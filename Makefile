@@ -61,6 +61,7 @@ lab-userland:
 check:
 	scripts/install-deps
 	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
+	@for k in $(LAB_SERIES); do scripts/lab-mdev $$k || exit 1; done
 	$(MAKE) tests lab-userland
 	tests/run-selftests $(LAB_SERIES)
 

@@ -67,7 +67,10 @@ struct zp_pin_walk {
 	bool write;			/* the device may write */
 	bool mmio_ok;			/* PFNMAP ranges may be recorded */
 	bool try_file;			/* still worth asking zeropinfs */
-	struct page **pages;		/* GUP batch array, ZP_GUP_BATCH long */
+	struct page **pages;		/* GUP batch array, ZP_GUP_BATCH long;
+					 * allocated on first use: ranges of
+					 * large folios never need it */
+	unsigned long npages;		/* pages in the whole range */
 };
 
 void zp_pinned_init(struct zp_pinned *p)
@@ -415,6 +418,12 @@ static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
 	long got, used;
 	int ret;
 
+	if (!w->pages) {
+		w->pages = kvmalloc_array(min_t(unsigned long, w->npages, ZP_GUP_BATCH),
+					  sizeof(*w->pages), GFP_KERNEL);
+		if (!w->pages)
+			return -ENOMEM;
+	}
 	got = pin_user_pages_fast(addr, nr, w->gup_flags, w->pages);
 	zp_stat_inc(gup_calls);
 	if (got == -EFAULT)
@@ -469,14 +478,11 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 		.write = write,
 		.mmio_ok = mmio_ok,
 		.try_file = true,
+		.npages = npages,
 	};
 	unsigned long done = 0;
 	long got = 0;
 
-	w.pages = kvmalloc_array(min_t(unsigned long, npages, ZP_GUP_BATCH),
-				 sizeof(*w.pages), GFP_KERNEL);
-	if (!w.pages)
-		return -ENOMEM;
 	while (done < npages) {
 		if (fatal_signal_pending(current)) {
 			got = -EINTR;

@@ -54,6 +54,36 @@ linux_source_tarball() {
 	dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards './usr/src/linux-source-*.tar.xz'
 }
 
+# The few kernel source files zeropin's build and tests read (never
+# committed): VFIO's private header (the ABI check), the kselftest headers,
+# the mtty mdev sample (an emulated-IOMMU group for the lab).
+LINUX_SOURCE_FILES=(drivers/vfio/vfio.h tools/testing/selftests/kselftest.h
+	tools/testing/selftests/kselftest_harness.h samples/vfio-mdev/mtty.c)
+
+# Extract LINUX_SOURCE_FILES of Debian's linux-source-SERIES once, into
+# build/kernels/SERIES/src/ (paths kept; the package version in
+# src/version); print that folder. The tarball is decompressed only once.
+linux_source_files() {
+	local series="$1" out deb tmp f
+	out="$(kernel_dir "$series")/src"
+	if [ ! -f "$out/version" ]; then
+		deb=$(cached_deb "linux-source-$series")
+		tmp=$(mktemp -d)
+		linux_source_tarball "$deb" |
+			tar -xJ -C "$tmp" --strip-components=1 --wildcards \
+				"${LINUX_SOURCE_FILES[@]/#/*/}"
+		mkdir -p "$out"
+		for f in "${LINUX_SOURCE_FILES[@]}"; do
+			[ -f "$tmp/$f" ] || die "linux-source-$series has no $f"
+			mkdir -p "$out/$(dirname "$f")"
+			cp "$tmp/$f" "$out/$f"
+		done
+		rm -rf "$tmp"
+		dpkg-deb -f "$deb" Version >"$out/version"
+	fi
+	echo "$out"
+}
+
 check_series() {
 	case "$1" in
 	6.12 | 6.1) ;;

@@ -240,6 +240,10 @@ static int measure(enum vfio_driver d, struct edu *e, int container,
 		return ret;
 	}
 	verify = __edu_verify(e, buf.addr, IOVA_BASE, buf.size);
+	/* zeropin maps zeropinfs memory without faulting it into the page
+	 * table, where pagemap would see nothing: read-fault it first */
+	if (b == BACKING_ZEROPINFS)
+		touch_range(buf.addr, buf.size, false);
 	runs = phys_runs(buf.addr, buf.size);
 	t0 = now_ms();
 	ret = __vfio_unmap(container, IOVA_BASE, buf.size, 0, NULL);

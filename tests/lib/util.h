@@ -23,4 +23,8 @@ bool all_bytes(const void *p, int c, size_t len);
 long proc_file_kb(const char *path, const char *field);
 long proc_status_kb(const char *field);
 
+/* Load a kernel module file with a parameter string ("" for defaults);
+ * 0 or -errno (-EEXIST when it is loaded already). */
+int __insmod(const char *path, const char *params);
+
 #endif /* TEST_UTIL_H */

@@ -18,13 +18,7 @@
 
 int __zeropin_load(const char *params)
 {
-	int fd = open(ZEROPIN_KO, O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
+	return __insmod(ZEROPIN_KO, params);
 }
 
 void zeropin_load(const char *params)
