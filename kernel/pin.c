@@ -253,10 +253,25 @@ static int zp_take_file_folio(void *arg, struct folio *folio)
 			      ZP_RUN_FOLIO_REFS);
 }
 
+/* Whether addr lies in a shared zeropinfs mapping path 1 can take from. */
+static bool zp_file_at(unsigned long addr, bool write)
+{
+	struct vm_area_struct *vma;
+	bool ret;
+
+	if (mmap_read_lock_killable(current->mm))
+		return false;
+	vma = vma_lookup(current->mm, addr);
+	ret = vma && zp_zfs_vma_pinnable(vma, addr, write);
+	mmap_read_unlock(current->mm);
+	return ret;
+}
+
 /*
  * Up to a batch of pages at addr taken from a zeropinfs file; 0 if addr
  * is not in such a mapping. The batch is charged before the mmap_lock is
- * taken and what was not taken is given back.
+ * taken (charging needs it for writing) and what was not taken is given
+ * back; other memory is not charged here at all.
  */
 static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
 			unsigned long npages, bool write)
@@ -266,6 +281,8 @@ static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
 	struct vm_area_struct *vma;
 	long ret;
 
+	if (!zp_file_at(addr, write))
+		return 0;
 	ret = zp_charge(p, n);
 	if (ret)
 		return ret;

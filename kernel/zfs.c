@@ -568,11 +568,21 @@ static const struct vm_operations_struct zfs_vm_ops = {
  * blocks whose file offset is block aligned are taken; the walk stops at
  * EOF, the vma's end, or fn's error. fn(arg, folio) gets each folio with
  * a reference of its own. Caller holds the mmap lock (read).
+ * zp_zfs_vma_pinnable() says beforehand whether vma qualifies at addr.
  * Returns the pages covered; 0 when vma is not a shared zeropinfs mapping
  * with the needed access or nothing could be taken (past EOF, mount full:
  * the caller's GUP fallback then fails the way type1 would); -ENOMEM or
  * fn's error.
  */
+bool zp_zfs_vma_pinnable(struct vm_area_struct *vma, unsigned long addr, bool write)
+{
+	pgoff_t index = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+
+	return vma->vm_ops == &zfs_vm_ops && (vma->vm_flags & VM_SHARED) &&
+	       (vma->vm_flags & (write ? VM_WRITE : VM_READ)) &&
+	       IS_ALIGNED(index, ZP_BLOCK_PAGES);
+}
+
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		       unsigned long nr, bool write,
 		       int (*fn)(void *arg, struct folio *folio), void *arg)
@@ -584,9 +594,7 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 	struct folio *folio;
 	int ret = 0;
 
-	if (vma->vm_ops != &zfs_vm_ops || !(vma->vm_flags & VM_SHARED) ||
-	    !(vma->vm_flags & (write ? VM_WRITE : VM_READ)) ||
-	    !IS_ALIGNED(index, ZP_BLOCK_PAGES))
+	if (!zp_zfs_vma_pinnable(vma, addr, write))
 		return 0;
 	inode = file_inode(vma->vm_file);
 	mapping = inode->i_mapping;

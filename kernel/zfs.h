@@ -11,7 +11,9 @@ struct vm_area_struct;
 int zp_zfs_init(void);
 void zp_zfs_exit(void);
 
-/* The folios behind a shared zeropinfs mapping, for pinning without GUP. */
+/* The folios behind a shared zeropinfs mapping, for pinning without GUP
+ * (caller holds the mmap lock); whether vma at addr qualifies. */
+bool zp_zfs_vma_pinnable(struct vm_area_struct *vma, unsigned long addr, bool write);
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		       unsigned long nr, bool write,
 		       int (*fn)(void *arg, struct folio *folio), void *arg);
