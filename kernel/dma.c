@@ -84,12 +84,14 @@ static void zp_dma_link(struct zp_container *c, struct zp_dma *new)
 	rb_insert_color(&new->node, &c->dmas);
 }
 
-bool zp_iova_valid(struct zp_container *c, u64 start, u64 last)
+/* Whether [start, last] lies wholly inside one of the nr ranges r. */
+static bool zp_ranges_contain(const struct zp_iova_range *r, unsigned int nr,
+			      u64 start, u64 last)
 {
 	unsigned int i;
 
-	for (i = 0; i < c->nr_ranges; i++)
-		if (start >= c->ranges[i].start && last <= c->ranges[i].last)
+	for (i = 0; i < nr; i++)
+		if (start >= r[i].start && last <= r[i].last)
 			return true;
 	return false;
 }
@@ -98,16 +100,11 @@ bool zp_dma_fit(struct zp_container *c, const struct zp_iova_range *r,
 		unsigned int nr)
 {
 	struct rb_node *n;
-	unsigned int i;
 
 	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
 		struct zp_dma *dma = rb_entry(n, struct zp_dma, node);
-		u64 last = dma->iova + dma->size - 1;
 
-		for (i = 0; i < nr; i++)
-			if (dma->iova >= r[i].start && last <= r[i].last)
-				break;
-		if (i == nr)
+		if (!zp_ranges_contain(r, nr, dma->iova, dma->iova + dma->size - 1))
 			return false;
 	}
 	return true;
@@ -216,11 +213,12 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 {
 	struct scatterlist *sg;
 	struct sg_table sgt;
-	unsigned int i, nents = zp_chunk_nents(chunk, mapped);
+	unsigned int i, nents;
 	ssize_t ret;
 
 	if (zp_chunk_has_mmio(chunk))
 		return zp_map_chunk_runs(d, iova, chunk, prot, mapped);
+	nents = zp_chunk_nents(chunk, mapped);
 	if (sg_alloc_table(&sgt, nents, GFP_KERNEL))
 		return -ENOMEM;
 	sg = sgt.sgl;
@@ -277,6 +275,19 @@ static void zp_dma_unmap_domain(struct zp_dma *dma, struct zp_domain *d)
 		  done, dma->size, &dma->iova);
 }
 
+/* Take a live (mapped, not revoked) dma out of every domain and mark it
+ * no longer mapped. Caller holds iommu_lock. */
+static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
+{
+	struct zp_domain *d;
+
+	if (!dma->mapped || dma->revoked)
+		return;
+	list_for_each_entry(d, &c->domains, node)
+		zp_dma_unmap_domain(dma, d);
+	dma->mapped = false;
+}
+
 /*
  * The user's MMIO (PFNMAP) mapping behind dma is going away: munmap, the
  * driver zapping it (vfio-pci on device release, reset or memory decode
@@ -291,7 +302,6 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 {
 	struct zp_dma *dma = container_of(watch, struct zp_dma, mmio_watch);
 	struct zp_container *c = dma->c;
-	struct zp_domain *d;
 
 	if (range->event != MMU_NOTIFY_UNMAP && range->event != MMU_NOTIFY_CLEAR &&
 	    range->event != MMU_NOTIFY_RELEASE)
@@ -303,9 +313,7 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 	else if (!mutex_trylock(&c->iommu_lock))
 		return false;
 	mmu_interval_set_seq(watch, cur_seq);
-	if (dma->mapped && !dma->revoked)
-		list_for_each_entry(d, &c->domains, node)
-			zp_dma_unmap_domain(dma, d);
+	zp_dma_unmap_domains(c, dma);
 	WRITE_ONCE(dma->revoked, true);
 	mutex_unlock(&c->iommu_lock);
 	zp_stat_inc(mmio_revoked);
@@ -334,14 +342,10 @@ static int zp_dma_watch(struct zp_dma *dma, unsigned long *seq)
  * first, outside iommu_lock: removing it waits for a running callback. */
 static void zp_dma_remove(struct zp_container *c, struct zp_dma *dma)
 {
-	struct zp_domain *d;
-
 	if (dma->watched)
 		mmu_interval_notifier_remove(&dma->mmio_watch);
 	mutex_lock(&c->iommu_lock);
-	if (dma->mapped && !dma->revoked)
-		list_for_each_entry(d, &c->domains, node)
-			zp_dma_unmap_domain(dma, d);
+	zp_dma_unmap_domains(c, dma);
 	mutex_unlock(&c->iommu_lock);
 	zp_pinned_release(&dma->pinned, dma->prot & IOMMU_WRITE);
 	rb_erase(&dma->node, &c->dmas);
@@ -441,7 +445,8 @@ static int zp_map_check(struct zp_container *c, struct vfio_iommu_type1_dma_map 
 		return -EEXIST;
 	if (!c->dma_avail)
 		return -ENOSPC;
-	if (!zp_iova_valid(c, map->iova, map->iova + map->size - 1))
+	if (!zp_ranges_contain(c->ranges, c->nr_ranges, map->iova,
+			       map->iova + map->size - 1))
 		return -EINVAL;
 	return 0;
 }

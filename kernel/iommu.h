@@ -107,6 +107,5 @@ void zp_dma_remove_all(struct zp_container *c);
 /* Whether every mapping lies inside the given usable ranges. */
 bool zp_dma_fit(struct zp_container *c, const struct zp_iova_range *r,
 		unsigned int nr);
-bool zp_iova_valid(struct zp_container *c, u64 start, u64 last);
 
 #endif /* ZEROPIN_IOMMU_H */
