@@ -67,6 +67,7 @@ struct zp_pin_walk {
 	bool write;			/* the device may write */
 	bool mmio_ok;			/* PFNMAP ranges may be recorded */
 	bool try_file;			/* still worth asking zeropinfs */
+	unsigned long gup_calls;	/* GUP calls made, for the counters */
 	struct page **pages;		/* GUP batch array, ZP_GUP_BATCH long;
 					 * allocated on first use: ranges of
 					 * large folios never need it */
@@ -77,6 +78,8 @@ void zp_pinned_init(struct zp_pinned *p)
 {
 	INIT_LIST_HEAD(&p->chunks);
 	p->npages = 0;
+	p->mmio_pages = 0;
+	p->nruns = 0;
 	p->locked = 0;
 	p->credit = 0;
 	p->task = get_task_struct(current->group_leader);
@@ -178,15 +181,11 @@ static int zp_runs_append(struct zp_pinned *p, unsigned long pfn, unsigned long 
 		c->run[c->nr].npages = n;
 		c->run[c->nr].kind = kind;
 		c->nr++;
-		zp_stat_inc(runs);
+		p->nruns++;
 	}
 	p->npages += n;
-	if (kind == ZP_RUN_MMIO) {
-		zp_stat_add(mmio_pages, n);
-	} else {
-		zp_stat_add(pages_pinned, n);
-		zp_stat_add(pages_pinned_total, n);
-	}
+	if (kind == ZP_RUN_MMIO)
+		p->mmio_pages += n;
 	return 0;
 }
 
@@ -199,7 +198,6 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 
 	if (run->kind == ZP_RUN_MMIO)
 		return;
-	zp_stat_add(pages_pinned, -(long)run->npages);
 	if (run->kind == ZP_RUN_PAGE_PINS) {
 		unpin_user_page_range_dirty_lock(pfn_to_page(pfn), run->npages, dirty);
 		return;
@@ -231,7 +229,10 @@ static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
 		kfree(c);
 		cond_resched();
 	}
+	zp_stat_add(pages_pinned, -(long)(p->npages - p->mmio_pages));
 	p->npages = 0;
+	p->mmio_pages = 0;
+	p->nruns = 0;
 	p->credit = 0;
 	zp_account(p, -(long)p->locked);
 }
@@ -321,7 +322,8 @@ static bool zp_folio_whole(struct folio *folio, struct page *page,
 
 /* Pages held by one pin of a whole folio at addr; 0 when not applicable. */
 static long zp_pin_folio(struct zp_pinned *p, unsigned long addr,
-			 unsigned long npages, unsigned int gup_flags)
+			 unsigned long npages, unsigned int gup_flags,
+			 unsigned long *gup_calls)
 {
 	struct folio *folio;
 	struct page *page;
@@ -331,7 +333,7 @@ static long zp_pin_folio(struct zp_pinned *p, unsigned long addr,
 	if (!IS_ALIGNED(addr, ZP_FOLIO_ALIGN) || npages < ZP_FOLIO_ALIGN / PAGE_SIZE)
 		return 0;
 	ret = pin_user_pages_fast(addr, 1, gup_flags, &page);
-	zp_stat_inc(gup_calls);
+	(*gup_calls)++;
 	if (ret != 1)
 		return 0;	/* the batch path reports the error */
 	folio = page_folio(page);
@@ -442,7 +444,7 @@ static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
 			return -ENOMEM;
 	}
 	got = pin_user_pages_fast(addr, nr, w->gup_flags, w->pages);
-	zp_stat_inc(gup_calls);
+	w->gup_calls++;
 	if (got == -EFAULT)
 		return zp_pin_pfnmap(w, addr, nr);
 	if (got <= 0)
@@ -480,10 +482,24 @@ static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long
 		w->try_file = n > 0;	/* once it stops, the rest is no zeropinfs */
 	}
 	if (!n)
-		n = zp_pin_folio(w->p, addr, npages, w->gup_flags);
+		n = zp_pin_folio(w->p, addr, npages, w->gup_flags, &w->gup_calls);
 	if (!n)
 		n = zp_pin_batch(w, addr, zp_batch_len(addr, npages));
 	return n;
+}
+
+/*
+ * Add what one zp_pin_user() call pinned to the global counters, once, not
+ * per run: shared atomics stay out of the pin loop. Released runs come off
+ * pages_pinned in zp_pinned_release_runs().
+ */
+static void zp_pin_publish(const struct zp_pinned *p, unsigned long gup_calls)
+{
+	zp_stat_add(pages_pinned, p->npages - p->mmio_pages);
+	zp_stat_add(pages_pinned_total, p->npages - p->mmio_pages);
+	zp_stat_add(mmio_pages, p->mmio_pages);
+	zp_stat_add(runs, p->nruns);
+	zp_stat_add(gup_calls, gup_calls);
 }
 
 int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
@@ -513,6 +529,7 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 	}
 	kvfree(w.pages);
 	zp_return_credit(p);
+	zp_pin_publish(p, w.gup_calls);
 	if (got >= 0)
 		return 0;
 	zp_pinned_release_runs(p, false);

@@ -42,7 +42,9 @@ struct zp_run_chunk {
 
 struct zp_pinned {
 	struct list_head chunks;	/* zp_run_chunk, in IOVA order */
-	unsigned long npages;		/* pages pinned in all runs */
+	unsigned long npages;		/* pages in all runs, MMIO included */
+	unsigned long mmio_pages;	/* of those, MMIO (nothing held) */
+	unsigned long nruns;		/* runs recorded */
 	unsigned long locked;		/* pages charged to mm->locked_vm */
 	unsigned long credit;		/* of those, charged ahead, not yet pinned */
 	struct mm_struct *mm;		/* charged mm, grabbed (mmgrab) */
