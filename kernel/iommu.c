@@ -67,7 +67,8 @@ MODULE_PARM_DESC(share_domains,
 
 struct zp_iommu_stats zp_iommu_stats;
 
-/* --- usable IOVA ranges: every domain's aperture minus reserved regions --- */
+/* --- usable IOVA ranges: every domain's aperture minus reserved regions ---
+ * Everything here runs under zp_container.lock. */
 
 /* Remove [start, last] from the sorted ranges in r (room for one more). */
 static unsigned int zp_ranges_cut(struct zp_iova_range *r, unsigned int nr,
@@ -206,7 +207,10 @@ static void zp_ranges_refresh(struct zp_container *c)
 	}
 }
 
-/* --- domains and groups --- */
+/* --- domains and groups ---
+ * Under zp_container.lock; the domain list also changes only under
+ * iommu_lock (zp_domain_place(), zp_detach_group(), zp_release()), which the
+ * MMIO revocation callback takes to walk it. */
 
 /* Page sizes every domain supports; PAGE_SIZE at least, as type1. */
 static void zp_update_pgsizes(struct zp_container *c)
@@ -345,7 +349,9 @@ static int zp_domain_msi_cookie(struct zp_domain *d, struct iommu_group *group)
 /*
  * Give the new group's domain its place: share an existing domain, or
  * replay every mapping into the new one and add it. Takes ownership of
- * new (freed when shared or on failure, the group then detached).
+ * new (freed when shared or on failure, the group then detached). Caller
+ * holds zp_container.lock; iommu_lock is taken around the replay and the
+ * list insertion, so a revocation sees the domain with every mapping in it.
  */
 static int zp_domain_place(struct zp_container *c, struct zp_domain *new,
 			   struct zp_group *g)
@@ -384,6 +390,8 @@ err:
 	return ret;
 }
 
+/* A group joins (VFIO_SET_IOMMU, or a group added later). Takes
+ * zp_container.lock; on failure nothing of the group stays attached. */
 static int zp_attach_group(void *data, struct iommu_group *group,
 			   enum zp_vfio_group_type type)
 {
@@ -442,7 +450,8 @@ err_unlock:
 /*
  * A group leaves. When its domain has no group left the domain goes; when
  * no domain is left, no device can reach any mapping: all are removed and
- * unpinned, as type1 does.
+ * unpinned, as type1 does. Takes zp_container.lock, and iommu_lock to
+ * unlink the domain.
  */
 static void zp_detach_group(void *data, struct iommu_group *group)
 {
@@ -492,7 +501,8 @@ static void *zp_open(unsigned long arg)
 	return c;
 }
 
-/* The container goes: every mapping, then every domain and group. */
+/* The container goes: every mapping, then every domain and group. Takes
+ * zp_container.lock, then iommu_lock for the domains. */
 static void zp_release(void *data)
 {
 	struct zp_container *c = data;
@@ -559,7 +569,8 @@ static int zp_info_cap(struct vfio_info_cap *caps, u16 id, const void *body,
 	return 0;
 }
 
-/* IOVA ranges and DMA-mappings-available; no migration capability. */
+/* IOVA ranges and DMA-mappings-available; no migration capability.
+ * Caller holds zp_container.lock. */
 static int zp_info_caps(struct zp_container *c, struct vfio_info_cap *caps)
 {
 	struct vfio_iommu_type1_info_cap_iova_range *iovas;

@@ -32,6 +32,13 @@
  * the charge is given back when the mapping goes, even from another task.
  * While a map is in progress up to ZP_GUP_BATCH pages of credit are
  * charged beyond what is pinned; near the limit the charge is exact.
+ *
+ * Locking: pin.c has no lock of its own; a zp_pinned belongs to one caller
+ * (dma.c, under its container lock, never under iommu_lock). The charge
+ * takes the mm's mmap_lock for writing, so it is never made with the
+ * mmap_lock held: path 1 charges before it takes the lock for reading.
+ * Paths 1 and 4 hold the mmap_lock for reading while they walk; paths 2
+ * and 3 are pin_user_pages_fast(), which takes it only on its slow path.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": pin: " fmt
 
