@@ -74,3 +74,16 @@ int __insmod(const char *path, const char *params)
 	close(fd);
 	return ret;
 }
+
+int __write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+	size_t len = strlen(s);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, len) != (ssize_t)len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}

@@ -23,6 +23,9 @@ bool all_bytes(const void *p, int c, size_t len);
 long proc_file_kb(const char *path, const char *field);
 long proc_status_kb(const char *field);
 
+/* Write s to a (sysfs, procfs) file in one write(); 0 or -errno. */
+int __write_file(const char *path, const char *s);
+
 /* Load a kernel module file with a parameter string ("" for defaults);
  * 0 or -errno (-EEXIST when it is loaded already). */
 int __insmod(const char *path, const char *params);

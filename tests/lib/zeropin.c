@@ -67,16 +67,9 @@ long pool_read(const char *name)
 static int write_long(const char *path, long value)
 {
 	char buf[32];
-	int fd, len, ret = 0;
 
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = snprintf(buf, sizeof(buf), "%ld\n", value);
-	if (write(fd, buf, len) != len)
-		ret = -errno;
-	close(fd);
-	return ret;
+	snprintf(buf, sizeof(buf), "%ld\n", value);
+	return __write_file(path, buf);
 }
 
 int __pool_write(const char *name, long value)

@@ -36,21 +36,6 @@ FIXTURE_VARIANT(mdev) {
 FIXTURE_VARIANT_ADD(mdev, type1) { .driver = DRIVER_TYPE1 };
 FIXTURE_VARIANT_ADD(mdev, zeropin) { .driver = DRIVER_ZEROPIN };
 
-/* Write a string to a sysfs file; 0 or -errno. */
-static int __sysfs_write(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "w");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (fputs(s, f) < 0)
-		ret = -EIO;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 /* Create the mtty mdev (first supported type) and open its group. */
 static int __mdev_open(void)
 {
@@ -67,7 +52,7 @@ static int __mdev_open(void)
 	if (access(MDEV_DEV, F_OK)) {
 		if (glob("/sys/class/mdev_bus/*/mdev_supported_types/*/create", 0, NULL, &g))
 			return -ENODEV;
-		ret = __sysfs_write(g.gl_pathv[0], MDEV_UUID);
+		ret = __write_file(g.gl_pathv[0], MDEV_UUID);
 		globfree(&g);
 		if (ret)
 			return ret;
@@ -99,7 +84,7 @@ FIXTURE_TEARDOWN(mdev)
 		close(self->group);
 	if (self->container >= 0)
 		close(self->container);
-	__sysfs_write(MDEV_DEV "/remove", "1");
+	__write_file(MDEV_DEV "/remove", "1");
 }
 
 TEST_F(mdev, emulated_group_container_goes_to_type1)

@@ -38,15 +38,7 @@ FIXTURE_VARIANT_ADD(msi, zeropin) { .driver = DRIVER_ZEROPIN };
 
 static int __write_param(const char *path, int value)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-	char c = value ? 'Y' : 'N';
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, &c, 1) != 1)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return __write_file(path, value ? "Y" : "N");
 }
 
 FIXTURE_SETUP(msi)
