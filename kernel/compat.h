@@ -143,6 +143,17 @@ static inline bool zp_folio_pmd_mapped_once(struct folio *folio)
 #endif
 }
 
+/* --- memory failure marked a page of a large folio: a flag of the folio's
+ * second page; folio accessors since 6.2 --- */
+static inline bool zp_folio_has_hwpoisoned(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	return folio_test_has_hwpoisoned(folio);
+#else
+	return PageHasHWPoisoned(&folio->page);
+#endif
+}
+
 /* --- PFNMAP (device BAR) lookup: follow_pfnmap_start() since 6.12 ---
  * The pfn mapped at addr in a VM_PFNMAP vma (caller holds the mmap lock)
  * and how many pages from addr on are sure to follow it contiguously: the

@@ -16,6 +16,28 @@
  *
  * A failed write or fallocate leaves no block past EOF.
  *
+ * Every block stays a whole 2 MiB folio for as long as it is in the page
+ * cache, whatever the rest of the mm tries, and stays there until the
+ * file lets go of it: zfs_add_block() files it dirty (RAM, the only copy:
+ * reclaim, drop_caches and memory failure's eviction leave dirty folios
+ * alone) and holds one extra reference on it, dropped in zfs_free_folio().
+ * split_huge_page() and migration both insist that the reference count be
+ * exactly mappings + page cache + caller, so the extra reference makes
+ * every split (MADV_COLD/PAGEOUT on part of a folio, memory failure, soft
+ * offline, the split_huge_pages debugfs file) fail with -EBUSY/-EAGAIN
+ * before anything is unmapped, and every migration (move_pages, mbind
+ * MPOL_MF_MOVE, compaction, alloc_contig_range) leave the folio where it
+ * is. 6.12's mapping_set_folio_min_order() is not used: split_huge_page()
+ * asks for order 0 and a DEBUG_VM kernel then warns. The code that walks
+ * the page cache still copes with smaller folios (holes fail with -EIO,
+ * pinning falls back to GUP), as a defence.
+ *
+ * On 6.1 the core may map a folio that crosses EOF with a PMD (6.12 falls
+ * back to PTEs), so a store past EOF inside the last block of a file whose
+ * size is not a multiple of 2 MiB does not raise SIGBUS there; whatever
+ * lies past EOF is cleared when the file grows over it
+ * (zfs_clear_past_eof()), so such stores never become file content.
+ *
  * Locking: inode_lock serialises size changes, writes and fallocate;
  * mapping->invalidate_lock is taken shared by faults that add folios (they
  * check EOF under it) and exclusively by truncation and hole punching, so
@@ -142,67 +164,109 @@ static int nth_node(const nodemask_t *mask, unsigned int n)
  * QEMU), else the task's (set_mempolicy, numactl), else the node of the CPU
  * that asks. Interleaving goes block by block. vma may be NULL (write,
  * fallocate); when given, the caller holds the mmap lock, which keeps
- * vma->vm_policy stable.
+ * vma->vm_policy stable. The policy's nodemask is read once into a copy:
+ * a cpuset change rebinds it in place (under task_lock, not ours), and a
+ * mask that changed between reads could send nth_node() past its end.
  */
 static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
 {
 	int local = numa_node_id();
 #ifdef CONFIG_NUMA
 	struct mempolicy *pol = vma && vma->vm_policy ? vma->vm_policy : current->mempolicy;
+	unsigned short mode;
+	nodemask_t nodes;
 
-	if (!pol || nodes_empty(pol->nodes))
+	if (!pol)
 		return local;
-	if (ZP_MPOL_IS_INTERLEAVE(pol->mode))
-		return nth_node(&pol->nodes,
-				(index / ZP_BLOCK_PAGES) % nodes_weight(pol->nodes));
-	if (pol->mode == MPOL_BIND || pol->mode == MPOL_PREFERRED ||
-	    pol->mode == MPOL_PREFERRED_MANY)
-		return node_isset(local, pol->nodes) ? local : first_node(pol->nodes);
+	mode = READ_ONCE(pol->mode);
+	nodes = pol->nodes;
+	if (nodes_empty(nodes))
+		return local;
+	if (ZP_MPOL_IS_INTERLEAVE(mode))
+		return nth_node(&nodes, (index / ZP_BLOCK_PAGES) % nodes_weight(nodes));
+	if (mode == MPOL_BIND || mode == MPOL_PREFERRED || mode == MPOL_PREFERRED_MANY)
+		return node_isset(local, nodes) ? local : first_node(nodes);
 #endif
 	return local;
 }
 
 /*
- * The locked folio holding index, allocated from node nid's pool if the
- * file has none there yet. Returns 0 with *out referenced and locked, or
- * -ENOSPC (mount full) / -ENOMEM. Caller holds inode_lock or
- * invalidate_lock (shared), which keeps truncation out.
+ * zfs_get_folio() finds no folio at an index, tries to add a block there,
+ * and is told one exists (-EEXIST): another task added it first, and the
+ * next lookup finds it. Finding nothing again and again means the block's
+ * range holds pieces smaller than a block, which zeropinfs never creates:
+ * after this many tries the caller gets -EIO instead of a loop.
  */
-static int zfs_get_folio(struct inode *inode, pgoff_t index, int nid, struct folio **out)
+#define ZFS_ADD_TRIES	4
+
+/*
+ * Take a zeroed block from node nid's pool into the page cache at the
+ * block holding index: charged to the mount, dirty, and held by the extra
+ * reference that keeps it whole (see the top of this file). Returns 0 with
+ * *out locked and referenced (the caller's reference, besides the held
+ * one), -ENOSPC (mount full), -ENOMEM, or -EEXIST (a folio is there
+ * already). Caller holds inode_lock or invalidate_lock (shared).
+ */
+static int zfs_add_block(struct inode *inode, pgoff_t index, int nid, struct folio **out)
 {
-	struct address_space *mapping = inode->i_mapping;
 	struct folio *folio;
 	int ret;
 
-	for (;;) {
-		folio = zp_filemap_lookup(mapping, index, FGP_LOCK);
-		if (folio)
-			break;
-		if (!charge_block(ZFS_SB(inode->i_sb)))
-			return -ENOSPC;
-		folio = zp_pool_get(nid, ZFS_GFP_SYNC);
-		if (!folio) {
-			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
-			return -ENOMEM;
-		}
-		folio_mark_uptodate(folio);
-		ret = filemap_add_folio(mapping, folio, round_down(index, ZP_BLOCK_PAGES),
-					GFP_KERNEL);
-		if (!ret)
-			break;
+	if (!charge_block(ZFS_SB(inode->i_sb)))
+		return -ENOSPC;
+	folio = zp_pool_get(nid, ZFS_GFP_SYNC);
+	if (!folio) {
+		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+		return -ENOMEM;
+	}
+	folio_mark_uptodate(folio);
+	ret = filemap_add_folio(inode->i_mapping, folio, round_down(index, ZP_BLOCK_PAGES),
+				GFP_KERNEL);
+	if (ret) {
 		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 		zp_pool_put_unused(folio);
-		if (ret != -EEXIST)
-			return ret;
+		return ret;
 	}
+	folio_get(folio);		/* held until zfs_free_folio() */
+	folio_mark_dirty(folio);
 	*out = folio;
 	return 0;
 }
 
-/* The page cache let go of a folio (truncate, hole punch, eviction). */
+/*
+ * The locked folio holding index, allocated from node nid's pool if the
+ * file has none there yet. Returns 0 with *out referenced and locked, or
+ * -ENOSPC (mount full), -ENOMEM, -EINTR (fatal signal), -EIO (a hole
+ * smaller than a block). Caller holds inode_lock or invalidate_lock
+ * (shared), which keeps truncation out.
+ */
+static int zfs_get_folio(struct inode *inode, pgoff_t index, int nid, struct folio **out)
+{
+	int tries, ret;
+
+	for (tries = 0; tries < ZFS_ADD_TRIES; tries++) {
+		*out = zp_filemap_lookup(inode->i_mapping, index, FGP_LOCK);
+		if (*out)
+			return 0;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		ret = zfs_add_block(inode, index, nid, out);
+		if (ret != -EEXIST)
+			return ret;
+	}
+	pr_warn_ratelimited("inode %lu: no whole block at page %lu\n", inode->i_ino, index);
+	return -EIO;
+}
+
+/*
+ * The page cache let go of a folio (truncate, hole punch, the inode's
+ * eviction): drop the reference zfs_add_block() held. The page cache's own
+ * references are dropped after this, so the folio is not freed here.
+ */
 static void zfs_free_folio(struct folio *folio)
 {
 	zp_pool_note_released(folio);
+	folio_put(folio);
 }
 
 static const struct address_space_operations zfs_aops = {
@@ -275,11 +339,35 @@ static void zfs_evict_inode(struct inode *inode)
 	clear_inode(inode);
 }
 
+/*
+ * The file grows from old_size to new_size: clear what its last block
+ * holds past old_size, up to new_size (on 6.1 a PMD mapping can store
+ * there, see the top of this file), so it reads as zero once inside EOF.
+ * Caller holds inode_lock.
+ */
+static void zfs_clear_past_eof(struct inode *inode, loff_t old_size, loff_t new_size)
+{
+	loff_t end = min_t(loff_t, round_up(old_size, ZP_BLOCK_SIZE), new_size);
+	struct folio *folio;
+	size_t off;
+
+	if (old_size >= end)
+		return;
+	folio = zp_filemap_lookup(inode->i_mapping, old_size >> PAGE_SHIFT, 0);
+	if (!folio)
+		return;
+	off = offset_in_folio(folio, old_size);
+	folio_zero_range(folio, off, min_t(size_t, end - old_size, folio_size(folio) - off));
+	folio_put(folio);
+}
+
 /* Shrink or grow to new_size (a multiple of 2 MiB). Caller holds inode_lock. */
 static void zfs_resize(struct inode *inode, loff_t new_size)
 {
 	loff_t old_size = i_size_read(inode);
 
+	if (new_size > old_size)
+		zfs_clear_past_eof(inode, old_size, new_size);
 	i_size_write(inode, new_size);
 	if (new_size < old_size)
 		zfs_drop_blocks(inode, new_size, -1);
@@ -324,17 +412,24 @@ static const struct inode_operations zfs_file_iops = {
 
 /* --- file I/O --- */
 
-/* Copy one page's worth out of the file; holes read as zero. */
-static size_t read_chunk(struct address_space *mapping, loff_t pos, size_t len,
-			 struct iov_iter *to)
+/* Copy one page's worth out of the file; holes read as zero, a page that
+ * memory failure marked poisoned gives -EIO (reading it could raise
+ * another machine check). */
+static ssize_t read_chunk(struct address_space *mapping, loff_t pos, size_t len,
+			  struct iov_iter *to)
 {
 	pgoff_t index = pos >> PAGE_SHIFT;
 	struct folio *folio = zp_filemap_lookup(mapping, index, 0);
-	size_t copied;
+	struct page *page;
+	ssize_t copied;
 
 	if (!folio)
 		return iov_iter_zero(len, to);
-	copied = copy_page_to_iter(folio_file_page(folio, index), offset_in_page(pos), len, to);
+	page = folio_file_page(folio, index);
+	if (PageHWPoison(page))
+		copied = -EIO;
+	else
+		copied = copy_page_to_iter(page, offset_in_page(pos), len, to);
 	folio_put(folio);
 	return copied;
 }
@@ -348,8 +443,13 @@ static ssize_t zfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	while (iov_iter_count(to) && pos < size) {
 		size_t len = min3((size_t)(PAGE_SIZE - offset_in_page(pos)),
 				  (size_t)(size - pos), iov_iter_count(to));
-		size_t copied = read_chunk(inode->i_mapping, pos, len, to);
+		ssize_t copied = read_chunk(inode->i_mapping, pos, len, to);
 
+		if (copied < 0) {
+			if (!done)
+				return copied;
+			break;
+		}
 		pos += copied;
 		done += copied;
 		if (copied < len) {
@@ -364,22 +464,28 @@ static ssize_t zfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	return done;
 }
 
-/* Copy one page's worth into the file, allocating its block if needed.
- * Caller holds inode_lock; the folio is not kept locked while copying,
- * so a source buffer mapped from this very file cannot deadlock. */
+/* Copy one page's worth into the file, allocating its block if needed;
+ * -EIO for a page memory failure marked poisoned. Caller holds
+ * inode_lock; the folio is not kept locked while copying, so a source
+ * buffer mapped from this very file cannot deadlock. */
 static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
 			   struct iov_iter *from)
 {
 	pgoff_t index = pos >> PAGE_SHIFT;
 	struct folio *folio;
-	size_t copied;
+	struct page *page;
+	ssize_t copied;
 	int ret;
 
 	ret = zfs_get_folio(inode, index, zfs_block_node(NULL, index), &folio);
 	if (ret)
 		return ret;
 	folio_unlock(folio);
-	copied = copy_page_from_iter(folio_file_page(folio, index), offset_in_page(pos), len, from);
+	page = folio_file_page(folio, index);
+	if (PageHWPoison(page))
+		copied = -EIO;
+	else
+		copied = copy_page_from_iter(page, offset_in_page(pos), len, from);
 	folio_put(folio);
 	return copied;
 }
@@ -398,6 +504,7 @@ static ssize_t zfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	if (ret)
 		goto out;
 	pos = iocb->ki_pos;
+	zfs_clear_past_eof(inode, i_size_read(inode), pos);
 	while (iov_iter_count(from)) {
 		size_t len = min_t(size_t, PAGE_SIZE - offset_in_page(pos), iov_iter_count(from));
 
@@ -450,8 +557,10 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 		folio_put(folio);
 		cond_resched();
 	}
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > i_size_read(inode))
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > i_size_read(inode)) {
+		zfs_clear_past_eof(inode, i_size_read(inode), end);
 		i_size_write(inode, end);
+	}
 	return 0;
 }
 
@@ -501,8 +610,12 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 	return ret;
 }
 
+/* -EINTR: a fatal signal is pending, and the task dies on its way back
+ * to user space without touching the page again. */
 static vm_fault_t fault_error(int err)
 {
+	if (err == -EINTR)
+		return VM_FAULT_NOPAGE;
 	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
 }
 
@@ -529,7 +642,14 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
  * skips the generic path's page-table preallocation and shared-fault
  * bookkeeping, which were half the cost of a fault in the lab. Anything it
  * cannot map with a PMD (misaligned mapping, EOF, a private mapping) falls
- * back to zfs_fault(). Caller holds the mmap lock.
+ * back to zfs_fault().
+ *
+ * The core also calls it for a write to a PMD that is mapped read-only
+ * (soft-dirty tracking after clear_refs, as CRIU does; write-protection
+ * for fork). filemap_map_pages() leaves a present PMD alone, so that fault
+ * would repeat forever: it falls back instead, the core splits the PMD
+ * mapping (not the folio) and makes the written PTE writable. Caller holds
+ * the mmap lock.
  */
 static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 {
@@ -540,7 +660,8 @@ static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 
 	/* Private mappings take the generic path: a write there must copy,
 	 * and filemap_map_pages() would map the file's own folio writable. */
-	if (!ZP_FAULT_IS_PMD(size) || !(vmf->vma->vm_flags & VM_SHARED))
+	if (!ZP_FAULT_IS_PMD(size) || !(vmf->vma->vm_flags & VM_SHARED) ||
+	    !pmd_none(READ_ONCE(*vmf->pmd)))
 		return VM_FAULT_FALLBACK;
 	err = zfs_fault_folio(vmf, start + ZP_BLOCK_PAGES - 1, &folio);
 	if (err == -ERANGE)
@@ -565,14 +686,17 @@ static const struct vm_operations_struct zfs_vm_ops = {
  * page cache, creating from the pool what the file lacks, as a fault
  * would, without mapping anything. A shared file mapping shows exactly the
  * file's pages, so these are the pages the user sees there. Only whole
- * blocks whose file offset is block aligned are taken; the walk stops at
- * EOF, the vma's end, or fn's error. fn(arg, folio) gets each folio with
- * a reference of its own. Caller holds the mmap lock (read).
- * zp_zfs_vma_pinnable() says beforehand whether vma qualifies at addr.
- * Returns the pages covered; 0 when vma is not a shared zeropinfs mapping
- * with the needed access or nothing could be taken (past EOF, mount full:
- * the caller's GUP fallback then fails the way type1 would); -ENOMEM or
- * fn's error.
+ * 2 MiB folios that start at the file offset asked for are taken, so the
+ * walk advances by exactly the pages fn records; it stops at EOF, the
+ * vma's end, a folio of any other size (which zeropinfs never keeps, see
+ * the top of this file; GUP then takes the rest page by page), a folio
+ * with a page memory failure marked poisoned (-EHWPOISON, what GUP gives
+ * for it), or fn's error. fn(arg, folio) gets each folio with a reference of its own.
+ * Caller holds the mmap lock (read). zp_zfs_vma_pinnable() says
+ * beforehand whether vma qualifies at addr. Returns the pages covered; 0
+ * when vma is not a shared zeropinfs mapping with the needed access or
+ * nothing could be taken (past EOF, mount full, a hole: the caller's GUP
+ * fallback then fails the way type1 would); -ENOMEM, -EINTR or fn's error.
  */
 bool zp_zfs_vma_pinnable(struct vm_area_struct *vma, unsigned long addr, bool write)
 {
@@ -607,6 +731,15 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		if (ret)
 			break;
 		folio_unlock(folio);
+		if (folio->index != index + done || folio_nr_pages(folio) != ZP_BLOCK_PAGES) {
+			folio_put(folio);
+			break;
+		}
+		if (zp_folio_has_hwpoisoned(folio)) {
+			folio_put(folio);
+			ret = -EHWPOISON;
+			break;
+		}
 		ret = fn(arg, folio);
 		if (ret) {
 			folio_put(folio);
@@ -617,7 +750,8 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 	filemap_invalidate_unlock_shared(mapping);
 	if (done)
 		return done;
-	return ret == -ENOSPC ? 0 : ret;	/* full: GUP then fails as type1 does */
+	/* full, or a hole: GUP then fails as type1 does */
+	return ret == -ENOSPC || ret == -EIO ? 0 : ret;
 }
 
 static int zfs_mmap(struct file *file, struct vm_area_struct *vma)
