@@ -34,7 +34,7 @@
  * charged beyond what is pinned; near the limit the charge is exact.
  *
  * Locking: pin.c has no lock of its own; a zp_pinned belongs to one caller
- * (dma.c, under its container lock, never under iommu_lock). The charge
+ * (dma.c, under its container lock, never under revoke_lock). The charge
  * takes the mm's mmap_lock for writing, so it is never made with the
  * mmap_lock held: path 1 charges before it takes the lock for reading.
  * Paths 1 and 4 hold the mmap_lock for reading while they walk; paths 2
@@ -62,6 +62,13 @@
  * and a fatal signal is seen within one batch.
  */
 #define ZP_GUP_BATCH	16384
+
+/*
+ * Pages unpinned per call before a reschedule point: a run of 4 KiB pages
+ * may be gigabytes long, and its release must not hold the CPU for all of
+ * it. 2 MiB of pages: one call's cost stays in the microseconds.
+ */
+#define ZP_UNPIN_BATCH	512
 
 /* A large folio is tried whole only at an address aligned to this (the
  * smallest huge page, a PMD); other addresses go through GUP batches. */
@@ -129,19 +136,23 @@ static int zp_account(struct zp_pinned *p, long npages)
 }
 
 /*
- * Charge n pages that are about to be pinned, from credit when there is
- * enough, else by charging a new batch of credit (or exactly n when a
- * whole batch would cross the limit). -ENOMEM over RLIMIT_MEMLOCK.
+ * Charge n pages that are about to be pinned: from credit as far as it
+ * goes, and the shortfall by charging a new batch of credit (or exactly
+ * the shortfall when a whole batch would cross the limit), so a charge
+ * fails only when the pages themselves do not fit. -ENOMEM over
+ * RLIMIT_MEMLOCK.
  */
 static int zp_charge(struct zp_pinned *p, unsigned long n)
 {
-	unsigned long want = max_t(unsigned long, n, ZP_GUP_BATCH);
+	unsigned long need, want;
 	int ret;
 
 	if (p->credit < n) {
+		need = n - p->credit;
+		want = max_t(unsigned long, need, ZP_GUP_BATCH);
 		ret = zp_account(p, want);
-		if (ret == -ENOMEM && want > n) {
-			want = n;
+		if (ret == -ENOMEM && want > need) {
+			want = need;
 			ret = zp_account(p, want);
 		}
 		if (ret)
@@ -206,7 +217,11 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 	if (run->kind == ZP_RUN_MMIO)
 		return;
 	if (run->kind == ZP_RUN_PAGE_PINS) {
-		unpin_user_page_range_dirty_lock(pfn_to_page(pfn), run->npages, dirty);
+		for (; pfn < end; pfn += nr) {
+			nr = min(end - pfn, ZP_UNPIN_BATCH);
+			unpin_user_page_range_dirty_lock(pfn_to_page(pfn), nr, dirty);
+			cond_resched();
+		}
 		return;
 	}
 	for (; pfn < end; pfn += nr) {
@@ -217,6 +232,7 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 			unpin_user_pages_dirty_lock(&head, 1, dirty);
 		else
 			folio_put(folio);
+		cond_resched();
 	}
 }
 
@@ -435,13 +451,27 @@ static long zp_runs_add_pages(struct zp_pinned *p, struct page **pages, long nr)
 
 
 /*
+ * Pages of a GUP result not to charge: reserved ones (the shared zero
+ * page a read-only pin of untouched memory returns, among them), which
+ * type1 does not charge either (is_invalid_reserved_pfn()).
+ */
+static long zp_count_reserved(struct page **pages, long nr)
+{
+	long i, n = 0;
+
+	for (i = 0; i < nr; i++)
+		n += PageReserved(pages[i]);
+	return n;
+}
+
+/*
  * Pin one batch at addr; returns pages pinned and recorded, or -errno.
  * Where GUP refuses the range because it is PFNMAP, path 4 takes it.
  */
 static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
 {
 	struct zp_pinned *p = w->p;
-	long got, used;
+	long got, used, charge;
 	int ret;
 
 	if (!w->pages) {
@@ -456,12 +486,14 @@ static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
 		return zp_pin_pfnmap(w, addr, nr);
 	if (got <= 0)
 		return got ? got : -EFAULT;
-	ret = zp_charge(p, got);
+	charge = got - zp_count_reserved(w->pages, got);
+	ret = zp_charge(p, charge);
 	used = ret ? 0 : zp_runs_add_pages(p, w->pages, got);
 	if (used < got) {
+		/* the whole pin fails: what was charged all comes back */
 		unpin_user_pages(w->pages + used, got - used);
 		if (!ret)
-			zp_uncharge(p, got - used);
+			zp_uncharge(p, charge);
 		return ret ? ret : -ENOMEM;
 	}
 	return got;
