@@ -19,6 +19,11 @@
  * dirty again, to the admin's target. (Taking the same folio straight back
  * would need LRU isolation and memcg uncharging, which modules cannot do.)
  *
+ * Memory failure: a block with a page marked hardware-poisoned is never
+ * handed out, zeroed or freed again; it is set aside for good (counted as
+ * poisoned), as the kernel sets poisoned pages aside. Blocks are checked
+ * when they come from the page allocator and when they leave the pool.
+ *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
  * refill then waits POOL_SHRINK_BACKOFF before taking memory again.
@@ -104,6 +109,7 @@ struct pool_counters {
 	atomic_long_t shrunk;		/* blocks given back by the shrinker */
 	atomic_long_t refill_failed;	/* refill allocations that failed */
 	atomic_long_t inuse;		/* blocks in files right now */
+	atomic_long_t poisoned;		/* blocks set aside: a page was poisoned */
 };
 
 static struct node_pool *node_pools[MAX_NUMNODES];
@@ -181,6 +187,30 @@ static bool allocator_zeroes(gfp_t gfp)
 	return want_init_on_alloc(gfp) && !want_init_on_free();
 }
 
+/*
+ * Whether memory failure marked any page of the block poisoned (it marks
+ * the one page it was told about, and no more when it cannot take the
+ * block from its owner). Such a block is set aside: never handed out,
+ * zeroed (on hardware, touching it raises another machine check) or freed
+ * (the page allocator only checks single pages for poison when freeing).
+ * Returns true when it was set aside. 512 page flags: a fraction of what
+ * mapping the block costs.
+ */
+static bool set_aside_poisoned(struct folio *folio)
+{
+	unsigned long i;
+
+	for (i = 0; i < folio_nr_pages(folio); i++) {
+		if (PageHWPoison(folio_page(folio, i))) {
+			pr_warn_ratelimited("block at pfn %#lx has a poisoned page: set aside\n",
+					    folio_pfn(folio));
+			atomic_long_inc(&counters.poisoned);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* --- the per-node kthread: refill, zero, trim --- */
 
 /* Enough free memory left to take another block for the pool? The pool
@@ -212,6 +242,8 @@ static bool refill_one(struct node_pool *np)
 	spin_unlock(&np->lock);
 	folio = have_room() ?
 		zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
+	if (folio && set_aside_poisoned(folio))
+		return true;
 	spin_lock(&np->lock);
 	if (!folio) {
 		np->backoff_until = jiffies + POOL_ALLOC_BACKOFF;
@@ -245,6 +277,12 @@ static bool zero_one(struct node_pool *np)
 	spin_unlock(&np->lock);
 	if (!folio)
 		return false;
+	if (set_aside_poisoned(folio)) {
+		spin_lock(&np->lock);
+		np->nr_zeroing--;
+		spin_unlock(&np->lock);
+		return true;
+	}
 	zp_zero_folio(folio, true);
 	spin_lock(&np->lock);
 	np->nr_zeroing--;
@@ -387,19 +425,33 @@ static struct folio *node_take(struct node_pool *np, bool *zero)
 	return folio;
 }
 
+/* A block from the node's lists, else from the page allocator (*fresh);
+ * NULL when neither has one. Poisoned blocks are set aside on the way. */
+static struct folio *pool_take(struct node_pool *np, gfp_t gfp, bool *zero, bool *fresh)
+{
+	struct folio *folio;
+
+	do {
+		folio = np ? node_take(np, zero) : NULL;
+		*fresh = !folio;
+		if (!folio) {
+			folio = zp_folio_alloc_node(gfp, ZP_BLOCK_ORDER,
+						    np ? np->nid : numa_mem_id());
+			if (!folio)
+				return NULL;
+			atomic_long_inc(&counters.alloc_sync);
+		}
+	} while (set_aside_poisoned(folio));
+	return folio;
+}
+
 struct folio *zp_pool_get(int nid, gfp_t gfp)
 {
-	struct node_pool *np = pool_of(nid);
 	bool zero = false, fresh = false;
-	struct folio *folio = np ? node_take(np, &zero) : NULL;
+	struct folio *folio = pool_take(pool_of(nid), gfp, &zero, &fresh);
 
-	if (!folio) {
-		folio = zp_folio_alloc_node(gfp, ZP_BLOCK_ORDER, np ? np->nid : NUMA_NO_NODE);
-		if (!folio)
-			return NULL;
-		atomic_long_inc(&counters.alloc_sync);
-		fresh = true;
-	}
+	if (!folio)
+		return NULL;
 	if (zero) {
 		atomic_long_inc(&counters.handed_zero);
 	} else {
@@ -589,6 +641,7 @@ static unsigned long full_runs(void)
 		run = ULONG_MAX;
 		n = 0;
 		xa_for_each(&np->zero, index, folio) {
+			cond_resched();	/* a large pool is a long walk */
 			if (index / POOL_RUN_BLOCKS != run) {
 				run = index / POOL_RUN_BLOCKS;
 				n = 0;
@@ -605,10 +658,12 @@ static ssize_t runs_1g_show(struct kobject *k, struct kobj_attribute *a, char *b
 }
 
 static struct kobj_attribute target_mib_attr = __ATTR(target_mib, 0644, target_mib_show, target_mib_store);
-static struct kobj_attribute zero_mib_attr = __ATTR_RO(zero_mib);
-static struct kobj_attribute dirty_mib_attr = __ATTR_RO(dirty_mib);
-static struct kobj_attribute inuse_mib_attr = __ATTR_RO(inuse_mib);
-static struct kobj_attribute runs_1g_attr = __ATTR_RO(runs_1g);
+/* The statistics tell how much guest RAM other tenants' VMs took and when:
+ * root only (0400), like the debugfs counters. */
+static struct kobj_attribute zero_mib_attr = __ATTR(zero_mib, 0400, zero_mib_show, NULL);
+static struct kobj_attribute dirty_mib_attr = __ATTR(dirty_mib, 0400, dirty_mib_show, NULL);
+static struct kobj_attribute inuse_mib_attr = __ATTR(inuse_mib, 0400, inuse_mib_show, NULL);
+static struct kobj_attribute runs_1g_attr = __ATTR(runs_1g, 0400, runs_1g_show, NULL);
 
 static struct attribute *pool_attrs[] = {
 	&target_mib_attr.attr,
@@ -637,6 +692,7 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(shrunk);
 	SHOW(refill_failed);
 	SHOW(inuse);
+	SHOW(poisoned);
 #undef SHOW
 	seq_printf(m, "runs_1g %lu\n", full_runs());
 	return 0;
