@@ -13,12 +13,23 @@
  *
  * A mapping of MMIO (a device BAR, peer-to-peer) is watched with an
  * mmu_interval_notifier on the user's range: when that mapping goes away
- * the IOMMU stops reaching the BAR at once (zp_dma_mmio_gone()).
+ * (munmap, mremap, process exit) the IOMMU stops reaching the BAR at once
+ * (zp_dma_mmio_gone()), and the IOVA stays reserved, unmapped, until
+ * UNMAP_DMA. A zap of the BAR mapping that leaves the mapping in place
+ * (vfio-pci on a device reset or with memory decode off, MADV_DONTNEED;
+ * the mapping holds the device file, so the device cannot change hands
+ * meanwhile) keeps the IOMMU mapping, as type1 does: the same pfns come
+ * back on the next access, and QEMU sees no change.
  *
  * Locking: every function here runs under zp_container.lock, which also
- * covers the pinning (as type1 pins under its container lock). Writing a
- * mapping into or out of the IOMMU also takes zp_container.iommu_lock,
- * which the revocation callback takes from under the mmap_lock.
+ * covers the pinning (as type1 pins under its container lock) and every
+ * iommu_map() (which allocates page tables). The revocation callback runs
+ * inside reclaim and under the mmap_lock, so it takes only
+ * zp_container.revoke_lock, under which nothing allocates: the standard
+ * mmu_interval_notifier pattern. The map path looks up the pfns after
+ * mmu_interval_read_begin(), writes the IOMMU, then under revoke_lock
+ * checks mmu_interval_read_retry() and takes back what it wrote if the
+ * mapping went meanwhile; the callback only unmaps (no allocation).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dma: " fmt
 
@@ -276,7 +287,8 @@ static void zp_dma_unmap_domain(struct zp_dma *dma, struct zp_domain *d)
 }
 
 /* Take a live (mapped, not revoked) dma out of every domain and mark it
- * no longer mapped. Caller holds iommu_lock. */
+ * no longer mapped. Caller holds revoke_lock (or is the only one who can
+ * reach dma, its watch gone). Does not allocate. */
 static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 {
 	struct zp_domain *d;
@@ -289,12 +301,15 @@ static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 }
 
 /*
- * The user's MMIO (PFNMAP) mapping behind dma is going away: munmap, the
- * driver zapping it (vfio-pci on device release, reset or memory decode
- * off), process exit. Take dma out of the IOMMU now, so no device reaches
- * a BAR that may soon belong to someone else; the IOVA stays reserved
- * until UNMAP_DMA. Runs under the invalidator's mmap_lock: takes only
- * iommu_lock, and not even that once revoked.
+ * The user's mapping behind a dma with MMIO (PFNMAP) is going away:
+ * munmap, mremap, process exit. Take dma out of the IOMMU now, so no
+ * device reaches a BAR whose device may soon belong to someone else; the
+ * IOVA stays reserved until UNMAP_DMA. Every other event leaves the
+ * mapping in place and is ignored: zaps (MMU_NOTIFY_CLEAR: vfio-pci on
+ * reset or memory decode off, MADV_DONTNEED, a THP split in a RAM part),
+ * protection changes, soft-dirty. Runs inside reclaim and under the
+ * invalidator's mmap_lock: takes only revoke_lock, and not even that once
+ * revoked; iommu_unmap() does not allocate.
  */
 static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 			     const struct mmu_notifier_range *range,
@@ -303,19 +318,18 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 	struct zp_dma *dma = container_of(watch, struct zp_dma, mmio_watch);
 	struct zp_container *c = dma->c;
 
-	if (range->event != MMU_NOTIFY_UNMAP && range->event != MMU_NOTIFY_CLEAR &&
-	    range->event != MMU_NOTIFY_RELEASE)
-		return true;	/* protection changes, soft-dirty: still mapped */
+	if (range->event != MMU_NOTIFY_UNMAP && range->event != MMU_NOTIFY_RELEASE)
+		return true;
 	if (READ_ONCE(dma->revoked))
 		return true;
 	if (mmu_notifier_range_blockable(range))
-		mutex_lock(&c->iommu_lock);
-	else if (!mutex_trylock(&c->iommu_lock))
+		mutex_lock(&c->revoke_lock);
+	else if (!mutex_trylock(&c->revoke_lock))
 		return false;
 	mmu_interval_set_seq(watch, cur_seq);
 	zp_dma_unmap_domains(c, dma);
 	WRITE_ONCE(dma->revoked, true);
-	mutex_unlock(&c->iommu_lock);
+	mutex_unlock(&c->revoke_lock);
 	zp_stat_inc(mmio_revoked);
 	return true;
 }
@@ -339,14 +353,13 @@ static int zp_dma_watch(struct zp_dma *dma, unsigned long *seq)
 }
 
 /* Out of every domain, unpinned, uncharged and freed. The watch goes
- * first, outside iommu_lock: removing it waits for a running callback. */
+ * first, outside revoke_lock: removing it waits for a running callback,
+ * and afterwards nothing but us reaches dma. */
 static void zp_dma_remove(struct zp_container *c, struct zp_dma *dma)
 {
 	if (dma->watched)
 		mmu_interval_notifier_remove(&dma->mmio_watch);
-	mutex_lock(&c->iommu_lock);
 	zp_dma_unmap_domains(c, dma);
-	mutex_unlock(&c->iommu_lock);
 	zp_pinned_release(&dma->pinned, dma->prot & IOMMU_WRITE);
 	rb_erase(&dma->node, &c->dmas);
 	kfree(dma);
@@ -364,37 +377,47 @@ void zp_dma_remove_all(struct zp_container *c)
 }
 
 /*
- * Map dma into every domain; on failure into none. A watched MMIO range
- * whose mapping changed since its pfns were looked up (seq) is not
- * written at all and stays revoked, as if it had gone right after.
+ * Map dma into every domain; on failure into none. The IOMMU is written
+ * without revoke_lock (its page tables are allocated); then, under it, a
+ * watched MMIO range whose mapping went since its pfns were looked up
+ * (seq) is taken out again and stays revoked, as if it had gone right
+ * after. Caller holds zp_container.lock, so the domains stay as they are.
  */
 static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 			  unsigned long seq)
 {
 	struct zp_domain *d;
-	int ret = 0;
+	int ret;
 
-	mutex_lock(&c->iommu_lock);
-	if (dma->watched && (dma->revoked || mmu_interval_read_retry(&dma->mmio_watch, seq))) {
-		dma->revoked = true;
-		goto out;
-	}
 	list_for_each_entry(d, &c->domains, node) {
 		ret = zp_dma_map_domain(dma, d);
 		if (ret)
 			goto unwind;
 	}
-	dma->mapped = true;
-	goto out;
+	mutex_lock(&c->revoke_lock);
+	if (dma->watched && (dma->revoked || mmu_interval_read_retry(&dma->mmio_watch, seq))) {
+		list_for_each_entry(d, &c->domains, node)
+			zp_dma_unmap_domain(dma, d);
+		dma->revoked = true;
+	} else {
+		dma->mapped = true;
+	}
+	mutex_unlock(&c->revoke_lock);
+	return 0;
 unwind:
 	list_for_each_entry_continue_reverse(d, &c->domains, node)
 		zp_dma_unmap_domain(dma, d);
-out:
-	mutex_unlock(&c->iommu_lock);
 	return ret;
 }
 
-/* Caller holds iommu_lock as well, and adds d to the domains after. */
+/*
+ * Write every live mapping into d, which is not listed yet, then list it
+ * under revoke_lock. A mapping revoked while it was written into d (the
+ * callback only knows the listed domains) is taken out of d there; for a
+ * mapping revoked earlier, or one never written into d, that unmap finds
+ * nothing and costs nothing.
+ * Caller holds zp_container.lock. On failure nothing stays in d.
+ */
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 {
 	struct zp_dma *dma, *undo;
@@ -403,18 +426,25 @@ int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 
 	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
 		dma = rb_entry(n, struct zp_dma, node);
-		if (!dma->mapped || dma->revoked)
+		if (!dma->mapped || READ_ONCE(dma->revoked))
 			continue;
 		ret = zp_dma_map_domain(dma, d);
 		if (ret)
 			goto unwind;
 	}
+	mutex_lock(&c->revoke_lock);
+	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
+		dma = rb_entry(n, struct zp_dma, node);
+		if (dma->revoked)
+			iommu_unmap(d->domain, dma->iova, dma->size);
+	}
+	list_add_tail(&d->node, &c->domains);
+	mutex_unlock(&c->revoke_lock);
 	return 0;
 unwind:
 	for (n = rb_first(&c->dmas); n != &dma->node; n = rb_next(n)) {
 		undo = rb_entry(n, struct zp_dma, node);
-		if (undo->mapped && !undo->revoked)
-			zp_dma_unmap_domain(undo, d);
+		iommu_unmap(d->domain, undo->iova, undo->size);
 	}
 	return ret;
 }

@@ -209,8 +209,9 @@ static void zp_ranges_refresh(struct zp_container *c)
 
 /* --- domains and groups ---
  * Under zp_container.lock; the domain list also changes only under
- * iommu_lock (zp_domain_place(), zp_detach_group(), zp_release()), which the
- * MMIO revocation callback takes to walk it. */
+ * revoke_lock (zp_dma_replay(), zp_detach_group()), which the MMIO
+ * revocation callback takes to walk it. zp_release() needs no revoke_lock:
+ * every watch is gone by then. */
 
 /* Page sizes every domain supports; PAGE_SIZE at least, as type1. */
 static void zp_update_pgsizes(struct zp_container *c)
@@ -350,8 +351,9 @@ static int zp_domain_msi_cookie(struct zp_domain *d, struct iommu_group *group)
  * Give the new group's domain its place: share an existing domain, or
  * replay every mapping into the new one and add it. Takes ownership of
  * new (freed when shared or on failure, the group then detached). Caller
- * holds zp_container.lock; iommu_lock is taken around the replay and the
- * list insertion, so a revocation sees the domain with every mapping in it.
+ * holds zp_container.lock; zp_dma_replay() lists the new domain under
+ * revoke_lock once every mapping is in it, so a revocation either sees it
+ * with every mapping in it or is undone in it there.
  */
 static int zp_domain_place(struct zp_container *c, struct zp_domain *new,
 			   struct zp_group *g)
@@ -374,11 +376,7 @@ static int zp_domain_place(struct zp_container *c, struct zp_domain *new,
 	ret = zp_domain_msi_cookie(new, g->group);
 	if (ret)
 		goto err;
-	mutex_lock(&c->iommu_lock);
 	ret = zp_dma_replay(c, new);
-	if (!ret)
-		list_add_tail(&new->node, &c->domains);
-	mutex_unlock(&c->iommu_lock);
 	if (ret)
 		goto err;
 	list_add(&g->node, &new->groups);
@@ -450,8 +448,8 @@ err_unlock:
 /*
  * A group leaves. When its domain has no group left the domain goes; when
  * no domain is left, no device can reach any mapping: all are removed and
- * unpinned, as type1 does. Takes zp_container.lock, and iommu_lock to
- * unlink the domain.
+ * unpinned, as type1 does. Takes zp_container.lock, and revoke_lock to
+ * unlink the domain (only: freeing it may allocate, detaching did).
  */
 static void zp_detach_group(void *data, struct iommu_group *group)
 {
@@ -469,9 +467,9 @@ static void zp_detach_group(void *data, struct iommu_group *group)
 	if (list_empty(&d->groups)) {
 		if (list_is_singular(&c->domains))
 			zp_dma_remove_all(c);
-		mutex_lock(&c->iommu_lock);
+		mutex_lock(&c->revoke_lock);
 		list_del(&d->node);
-		mutex_unlock(&c->iommu_lock);
+		mutex_unlock(&c->revoke_lock);
 		zp_domain_destroy(d);
 		zp_update_pgsizes(c);
 	}
@@ -492,7 +490,7 @@ static void *zp_open(unsigned long arg)
 	if (!c)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&c->lock);
-	mutex_init(&c->iommu_lock);
+	mutex_init(&c->revoke_lock);
 	INIT_LIST_HEAD(&c->domains);
 	c->dmas = RB_ROOT;
 	c->pgsize_bitmap = PAGE_MASK;
@@ -501,8 +499,9 @@ static void *zp_open(unsigned long arg)
 	return c;
 }
 
-/* The container goes: every mapping, then every domain and group. Takes
- * zp_container.lock, then iommu_lock for the domains. */
+/* The container goes: every mapping (and with them every watch), then
+ * every domain and group. Takes zp_container.lock; with no watch left the
+ * revocation callback cannot run, so the domains go without revoke_lock. */
 static void zp_release(void *data)
 {
 	struct zp_container *c = data;
@@ -511,7 +510,6 @@ static void zp_release(void *data)
 
 	mutex_lock(&c->lock);
 	zp_dma_remove_all(c);
-	mutex_lock(&c->iommu_lock);
 	list_for_each_entry_safe(d, dtmp, &c->domains, node) {
 		list_for_each_entry_safe(g, gtmp, &d->groups, node) {
 			iommu_detach_group(d->domain, g->group);
@@ -521,9 +519,8 @@ static void zp_release(void *data)
 		list_del(&d->node);
 		zp_domain_destroy(d);
 	}
-	mutex_unlock(&c->iommu_lock);
 	mutex_unlock(&c->lock);
-	mutex_destroy(&c->iommu_lock);
+	mutex_destroy(&c->revoke_lock);
 	mutex_destroy(&c->lock);
 	kfree(c->ranges);
 	kfree(c);

@@ -39,11 +39,14 @@ struct zp_group {
 /* One VFIO container that zeropin serves (VFIO_TYPE1v2_IOMMU). */
 struct zp_container {
 	struct mutex lock;		/* protects everything below */
-	struct mutex iommu_lock;	/* nested in lock: what the IOMMU maps. Held
-					 * to change domains or a dma's mapped and
-					 * revoked, and by the MMIO revocation
-					 * callback (which runs under mmap_lock, so
-					 * nothing may take mmap_lock inside it) */
+	struct mutex revoke_lock;	/* nested in lock: taken by the MMIO
+					 * revocation callback, which runs inside
+					 * reclaim and under mmap_lock, so nothing
+					 * that allocates memory or takes mmap_lock
+					 * is done under it. Held to change domains
+					 * (the list only) or a dma's mapped and
+					 * revoked, and to unmap a dma the callback
+					 * may have revoked */
 	struct list_head domains;	/* zp_domain */
 	struct rb_root dmas;		/* zp_dma by IOVA, never overlapping */
 	struct zp_iova_range *ranges;	/* sorted usable IOVA ranges */
@@ -64,10 +67,10 @@ struct zp_dma {
 	struct mmu_interval_notifier mmio_watch; /* MMIO (PFNMAP) ranges: told
 					 * when the user's mapping goes away */
 	bool watched;			/* mmio_watch is registered */
-	bool mapped;			/* in every domain (under iommu_lock) */
+	bool mapped;			/* in every domain (under revoke_lock) */
 	bool revoked;			/* MMIO mapping gone: taken out of the
 					 * IOMMU, IOVA still reserved until
-					 * UNMAP_DMA (under iommu_lock) */
+					 * UNMAP_DMA (under revoke_lock) */
 };
 
 /* Global counters, in debugfs zeropin/iommu_counters. */
@@ -98,8 +101,9 @@ extern struct zp_iommu_stats zp_iommu_stats;
 int zp_iommu_init(struct dentry *debugfs_dir);
 void zp_iommu_exit(void);
 
-/* dma.c; every function here is called with zp_container.lock held,
- * zp_dma_replay() with iommu_lock too. */
+/* dma.c; every function here is called with zp_container.lock held.
+ * zp_dma_replay() maps every live mapping into d before d is listed, then
+ * lists it under revoke_lock. */
 int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map);
 int zp_dma_unmap(struct zp_container *c, struct vfio_iommu_type1_dma_unmap *unmap);
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d);
