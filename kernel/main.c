@@ -62,6 +62,11 @@ static void zeropin_sysfs_exit(void)
 	kobject_put(zeropin_kobj);
 }
 
+/*
+ * The parts come up in dependency order, and the filesystem last: once it
+ * is registered, a mount can take a reference on the module, and a mount
+ * must never outlive a load that failed afterwards. Exit is the mirror.
+ */
 static int __init zeropin_init(void)
 {
 	int ret;
@@ -73,17 +78,17 @@ static int __init zeropin_init(void)
 	ret = zp_pool_init(zeropin_kobj, zeropin_debugfs);
 	if (ret)
 		goto err_sysfs;
-	ret = zp_zfs_init();
-	if (ret)
-		goto err_pool;
 	ret = zp_iommu_init(zeropin_debugfs);
 	if (ret)
-		goto err_zfs;
+		goto err_pool;
+	ret = zp_zfs_init();
+	if (ret)
+		goto err_iommu;
 	pr_info("version %s loaded\n", ZEROPIN_VERSION);
 	return 0;
 
-err_zfs:
-	zp_zfs_exit();
+err_iommu:
+	zp_iommu_exit();
 err_pool:
 	zp_pool_exit();
 err_sysfs:
@@ -96,8 +101,8 @@ err:
 
 static void __exit zeropin_exit(void)
 {
-	zp_iommu_exit();
 	zp_zfs_exit();
+	zp_iommu_exit();
 	zp_pool_exit();
 	debugfs_remove(zeropin_debugfs);
 	zeropin_sysfs_exit();
