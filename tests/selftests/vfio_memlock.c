@@ -128,4 +128,34 @@ TEST_F(memlock, closing_the_container_gives_the_charge_back)
 	EXPECT_EQ(0, pinned(variant));
 }
 
+/*
+ * A mapping that fits the limit exactly is not refused, whatever order its
+ * pieces come in: 63 MiB of 4 KiB pages (zeropin charges a 64 MiB credit
+ * for the first GUP batch and has 1 MiB of it left) and then a 2 MiB THP,
+ * which needs only the 1 MiB more the limit still allows.
+ */
+#define FIT_4K		(63ul << 20)
+#define FIT_SIZE	(FIT_4K + (2ul << 20))
+
+TEST_F(memlock, a_mapping_that_fits_exactly_is_not_refused)
+{
+	size_t span = FIT_SIZE + (4ul << 20);
+	char *raw, *base;
+
+	raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, raw);
+	/* the THP part 2 MiB-aligned at the end, the 4 KiB part before it */
+	base = (char *)(((uintptr_t)raw + (4ul << 20)) & ~((2ul << 20) - 1)) - (1ul << 20);
+	ASSERT_EQ(0, madvise(base, FIT_4K, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, madvise(base + FIT_4K, 2ul << 20, MADV_HUGEPAGE));
+	memset(base, 1, FIT_SIZE);
+	ASSERT_EQ(0, __set_memlock((size_t)self->vmlck * 1024 + FIT_SIZE));
+	ASSERT_EQ(0, __drop_ipc_lock());
+	vfio_map(self->container, base, IOVA_BASE, FIT_SIZE);
+	EXPECT_EQ(self->vmlck + (long)(FIT_SIZE >> 10), proc_status_kb("VmLck"));
+	vfio_unmap(self->container, IOVA_BASE, FIT_SIZE);
+	EXPECT_EQ(self->vmlck, proc_status_kb("VmLck"));
+	munmap(raw, span);
+}
+
 TEST_HARNESS_MAIN

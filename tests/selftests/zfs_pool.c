@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,6 +213,33 @@ TEST_F(pool, gives_memory_back_under_pressure)
 	EXPECT_LT(shrunk0, pool_counter("shrunk"));
 	EXPECT_GT(pool_mib, pool_read("zero_mib") + pool_read("dirty_mib"));
 	EXPECT_EQ(0, kmsg_count("Killed process"));
+}
+
+/* The statistics show when and how much other tenants' VMs took: root
+ * only. An unprivileged reader is refused. */
+TEST_F(pool, statistics_are_root_only)
+{
+	static const char *const stats[] = { "zero_mib", "dirty_mib", "inuse_mib", "runs_1g" };
+	char path[128];
+	struct stat st;
+	unsigned int i;
+	pid_t pid;
+	int status;
+
+	for (i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {
+		snprintf(path, sizeof(path), ZEROPIN_POOL "/%s", stats[i]);
+		ASSERT_EQ(0, stat(path, &st));
+		EXPECT_EQ(0400, st.st_mode & 07777) TH_LOG("%s", path);
+	}
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		_exit(open(ZEROPIN_POOL "/inuse_mib", O_RDONLY) < 0 && errno == EACCES ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_HARNESS_MAIN
