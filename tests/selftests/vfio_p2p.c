@@ -5,13 +5,17 @@
  * engine reads and writes that BAR's registers through the IOMMU. Against
  * type1 and zeropin. With zeropin, the mapping stops reaching the BAR the
  * moment the user's BAR mapping goes away (here: munmap), so no device
- * can reach a BAR that may be handed to someone else.
+ * can reach a BAR that may be handed to someone else. A zap that leaves
+ * the mapping in place (memory decode off and on, which vfio-pci handles
+ * as it handles a device reset) keeps the peer-to-peer mapping, with both
+ * drivers.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
 #include "kselftest_harness.h"
@@ -150,6 +154,41 @@ TEST_F(p2p, bar_mapping_gone_means_no_more_dma)
 	EXPECT_EQ(-EEXIST, __vfio_map(self->container, self->ram.addr, IOVA_BAR, 4096, RW));
 	ASSERT_EQ(0, __vfio_unmap(self->container, IOVA_BAR, size, 0, &unmapped));
 	EXPECT_EQ(size, unmapped);
+}
+
+/* Memory decode of e on or off through its config space; vfio-pci zaps
+ * every mmap of its BARs when it goes off. */
+static int __memory_decode(struct edu *e, bool on)
+{
+	uint16_t cmd;
+
+	if (pread(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
+		return -errno;
+	cmd = on ? cmd | PCI_COMMAND_MEMORY : cmd & ~PCI_COMMAND_MEMORY;
+	if (pwrite(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
+		return -errno;
+	return 0;
+}
+
+TEST_F(p2p, bar_mapping_survives_zaps_that_keep_it)
+{
+	size_t size = self->edu[1].bar0_size;
+	long revoked = iommu_counter("mmio_revoked");
+	void *bar;
+
+	bar = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, self->edu[1].device, 0);
+	ASSERT_NE(MAP_FAILED, bar);
+	ASSERT_EQ(0, __vfio_map(self->container, bar, IOVA_BAR, size, RW));
+	EXPECT_EQ(EDU_ID, peer_read32(_metadata, &self->edu[0], self->ram.addr, IOVA_BAR));
+	EXPECT_EQ(-1, madvise(bar, size, MADV_DONTNEED));	/* EINVAL on PFNMAP */
+	ASSERT_EQ(0, __memory_decode(&self->edu[1], false));
+	ASSERT_EQ(0, __memory_decode(&self->edu[1], true));
+	EXPECT_EQ(EDU_ID, *(volatile uint32_t *)bar);	/* faults back in */
+	EXPECT_EQ(EDU_ID, peer_read32(_metadata, &self->edu[0], self->ram.addr, IOVA_BAR));
+	if (variant->driver == DRIVER_ZEROPIN)
+		EXPECT_EQ(revoked, iommu_counter("mmio_revoked"));
+	vfio_unmap(self->container, IOVA_BAR, size);
+	munmap(bar, size);
 }
 
 TEST_HARNESS_MAIN
