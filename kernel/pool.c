@@ -21,8 +21,10 @@
  *
  * Memory failure: a block with a page marked hardware-poisoned is never
  * handed out, zeroed or freed again; it is set aside for good (counted as
- * poisoned), as the kernel sets poisoned pages aside. Blocks are checked
- * when they come from the page allocator and when they leave the pool.
+ * poisoned), as the kernel sets poisoned pages aside. The page allocator
+ * only keeps poisoned single pages out of its free lists, so every block
+ * is checked before it goes back there (pool_free()), as well as when it
+ * comes from the allocator and when it leaves the pool.
  *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
@@ -211,6 +213,13 @@ static bool set_aside_poisoned(struct folio *folio)
 	return false;
 }
 
+/* Give a block back to the page allocator, unless it is poisoned. */
+static void pool_free(struct folio *folio)
+{
+	if (!set_aside_poisoned(folio))
+		folio_put(folio);
+}
+
 /* --- the per-node kthread: refill, zero, trim --- */
 
 /* Enough free memory left to take another block for the pool? The pool
@@ -288,7 +297,7 @@ static bool zero_one(struct node_pool *np)
 	np->nr_zeroing--;
 	if (!zero_add_locked(np, folio)) {
 		spin_unlock(&np->lock);
-		folio_put(folio);
+		pool_free(folio);
 		return true;
 	}
 	spin_unlock(&np->lock);
@@ -320,7 +329,7 @@ static bool trim_one(struct node_pool *np)
 		folio = take_block_locked(np);
 	spin_unlock(&np->lock);
 	if (folio)
-		folio_put(folio);
+		pool_free(folio);
 	return folio;
 }
 
@@ -472,13 +481,13 @@ void zp_pool_put_unused(struct folio *folio)
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.unused_back);
 	if (!np) {
-		folio_put(folio);
+		pool_free(folio);
 		return;
 	}
 	spin_lock(&np->lock);
 	if (!zero_add_locked(np, folio)) {
 		spin_unlock(&np->lock);
-		folio_put(folio);
+		pool_free(folio);
 		return;
 	}
 	spin_unlock(&np->lock);
@@ -486,11 +495,13 @@ void zp_pool_put_unused(struct folio *folio)
 }
 
 /* Nothing for the kthread here: the folio goes to the page allocator once
- * its last user lets go, and the pool's own count did not change. */
-void zp_pool_note_released(struct folio *folio)
+ * its last user (a mapping, a DMA pin) lets go, and the pool's own count
+ * did not change. May be called under the page cache's locks: no sleep. */
+void zp_pool_release(struct folio *folio)
 {
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.returned);
+	pool_free(folio);
 }
 
 /* --- budget --- */
@@ -556,7 +567,7 @@ static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 		spin_unlock(&np->lock);
 		if (!folio)
 			break;
-		folio_put(folio);
+		pool_free(folio);
 		atomic_long_inc(&counters.shrunk);
 		freed += ZP_BLOCK_PAGES;
 	}
@@ -708,7 +719,7 @@ static void destroy_node(struct node_pool *np)
 	if (np->thread)
 		kthread_stop(np->thread);
 	while ((folio = take_block_locked(np)))
-		folio_put(folio);
+		pool_free(folio);
 	xa_destroy(&np->zero);
 	node_pools[np->nid] = NULL;
 	kfree(np);

@@ -26,7 +26,9 @@ struct folio *zp_pool_get(int nid, gfp_t gfp);
 /* A folio from zp_pool_get() that never became visible: back, still zero. */
 void zp_pool_put_unused(struct folio *folio);
 
-/* A file let go of a folio it got from the pool (page cache removal). */
-void zp_pool_note_released(struct folio *folio);
+/* A file let go of a folio it got from the pool (page cache removal):
+ * takes over the reference the file held, and drops it unless a page of
+ * the folio is poisoned (then the folio is set aside for good). */
+void zp_pool_release(struct folio *folio);
 
 #endif /* ZEROPIN_POOL_H */

@@ -260,13 +260,14 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, int nid, struct fol
 
 /*
  * The page cache let go of a folio (truncate, hole punch, the inode's
- * eviction): drop the reference zfs_add_block() held. The page cache's own
- * references are dropped after this, so the folio is not freed here.
+ * eviction): the reference zfs_add_block() held goes to the pool, which
+ * drops it (or keeps it for good when a page is poisoned). The page
+ * cache's own references are dropped after this, so the folio is not
+ * freed here.
  */
 static void zfs_free_folio(struct folio *folio)
 {
-	zp_pool_note_released(folio);
-	folio_put(folio);
+	zp_pool_release(folio);
 }
 
 static const struct address_space_operations zfs_aops = {
@@ -339,6 +340,21 @@ static void zfs_evict_inode(struct inode *inode)
 	clear_inode(inode);
 }
 
+/* Clear len bytes of folio from off, but no page memory failure marked
+ * poisoned (touching it raises another machine check). */
+static void zfs_clear_range(struct folio *folio, size_t off, size_t len)
+{
+	size_t end = off + len, n;
+	struct page *page;
+
+	for (; off < end; off += n) {
+		page = folio_page(folio, off >> PAGE_SHIFT);
+		n = min_t(size_t, end - off, PAGE_SIZE - offset_in_page(off));
+		if (!PageHWPoison(page))
+			memzero_page(page, offset_in_page(off), n);
+	}
+}
+
 /*
  * The file grows from old_size to new_size: clear what its last block
  * holds past old_size, up to new_size (on 6.1 a PMD mapping can store
@@ -357,7 +373,7 @@ static void zfs_clear_past_eof(struct inode *inode, loff_t old_size, loff_t new_
 	if (!folio)
 		return;
 	off = offset_in_folio(folio, old_size);
-	folio_zero_range(folio, off, min_t(size_t, end - old_size, folio_size(folio) - off));
+	zfs_clear_range(folio, off, min_t(size_t, end - old_size, folio_size(folio) - off));
 	folio_put(folio);
 }
 
@@ -610,12 +626,12 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 	return ret;
 }
 
-/* -EINTR: a fatal signal is pending, and the task dies on its way back
- * to user space without touching the page again. */
+/* A fault that cannot be served. -EINTR (a fatal signal) is SIGBUS too,
+ * not NOPAGE: a kernel access (copy_from_user() in write(), GUP) would
+ * retry a NOPAGE fault forever, while SIGBUS makes it fail with -EFAULT;
+ * a user task is dying anyway. */
 static vm_fault_t fault_error(int err)
 {
-	if (err == -EINTR)
-		return VM_FAULT_NOPAGE;
 	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
 }
 
