@@ -13,10 +13,12 @@
 #include <linux/iommu.h>
 #include <linux/irqdomain.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/pagemap.h>
 #include <linux/scatterlist.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
+#include <linux/vfio.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "zeropin supports Linux 6.1 and newer (Debian 12: 6.1 and 6.12)"
@@ -143,6 +145,20 @@ static inline bool zp_folio_pmd_mapped_once(struct folio *folio)
 #endif
 }
 
+/* --- a VFIO device (or group) file: what a vfio-pci BAR mmap maps.
+ * vfio_file_is_valid() in 6.12; 6.1 has a helper for group files only,
+ * so there the file's owner module is compared by name --- */
+static inline bool zp_file_is_vfio(struct file *file)
+{
+	if (!file)
+		return false;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	return vfio_file_is_valid(file);
+#else
+	return file->f_op && file->f_op->owner && !strcmp(file->f_op->owner->name, "vfio");
+#endif
+}
+
 /* --- memory failure marked a page of a large folio: a flag of the folio's
  * second page; folio accessors since 6.2 --- */
 static inline bool zp_folio_has_hwpoisoned(struct folio *folio)
@@ -196,13 +212,16 @@ static inline int zp_follow_pfnmap(struct vm_area_struct *vma, unsigned long add
 #endif
 }
 
-/* --- IOMMU API: map calls take a gfp since 6.3 --- */
+/* --- IOMMU API: map calls take a gfp since 6.3; before, a second entry
+ * point allocates atomically --- */
 static inline int zp_iommu_map(struct iommu_domain *domain, unsigned long iova,
-			       phys_addr_t paddr, size_t size, int prot)
+			       phys_addr_t paddr, size_t size, int prot, gfp_t gfp)
 {
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
-	return iommu_map(domain, iova, paddr, size, prot, GFP_KERNEL_ACCOUNT);
+	return iommu_map(domain, iova, paddr, size, prot, gfp);
 #else
+	if (!gfpflags_allow_blocking(gfp))
+		return iommu_map_atomic(domain, iova, paddr, size, prot);
 	return iommu_map(domain, iova, paddr, size, prot);
 #endif
 }

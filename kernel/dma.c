@@ -15,21 +15,24 @@
  * mmu_interval_notifier on the user's range: when that mapping goes away
  * (munmap, mremap, process exit) the IOMMU stops reaching the BAR at once
  * (zp_dma_mmio_gone()), and the IOVA stays reserved, unmapped, until
- * UNMAP_DMA. A zap of the BAR mapping that leaves the mapping in place
- * (vfio-pci on a device reset or with memory decode off, MADV_DONTNEED;
- * the mapping holds the device file, so the device cannot change hands
- * meanwhile) keeps the IOMMU mapping, as type1 does: the same pfns come
- * back on the next access, and QEMU sees no change.
+ * UNMAP_DMA. A zap that leaves a vfio-pci BAR mapping in place (a device
+ * reset, memory decode off) keeps the IOMMU mapping, as type1 does: the
+ * mapping holds the device file, so the device cannot change hands, the
+ * same pfns come back on the next access, and QEMU sees no change. Any
+ * other PFNMAP (a GPU driver's VRAM mmap, say) may come back with other
+ * pfns after a zap, so there a zap revokes too.
  *
  * Locking: every function here runs under zp_container.lock, which also
- * covers the pinning (as type1 pins under its container lock) and every
- * iommu_map() (which allocates page tables). The revocation callback runs
- * inside reclaim and under the mmap_lock, so it takes only
- * zp_container.revoke_lock, under which nothing allocates: the standard
- * mmu_interval_notifier pattern. The map path looks up the pfns after
- * mmu_interval_read_begin(), writes the IOMMU, then under revoke_lock
- * checks mmu_interval_read_retry() and takes back what it wrote if the
- * mapping went meanwhile; the callback only unmaps (no allocation).
+ * covers the pinning (as type1 pins under its container lock). The
+ * revocation callback runs inside reclaim and under the mmap_lock, so it
+ * takes only zp_container.revoke_lock, under which nothing may enter
+ * reclaim: the standard mmu_interval_notifier pattern. A watched mapping
+ * looks up its pfns after mmu_interval_read_begin(), then, under
+ * revoke_lock, checks mmu_interval_read_retry() and writes the IOMMU with
+ * atomic allocations (a BAR is a few large runs: a handful of page-table
+ * pages), so the callback never returns while the IOMMU still maps what
+ * it revoked. Mappings without MMIO are never watched and are written
+ * without revoke_lock, with ordinary allocations.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dma: " fmt
 
@@ -192,10 +195,12 @@ static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
 	return false;
 }
 
-/* A chunk with MMIO runs (no struct page for a scatterlist): one
+/* A chunk with MMIO runs (no struct page for a scatterlist), or one of a
+ * watched mapping (atomic allocations: no scatterlist table): one
  * iommu_map() per run. Few mappings hold BARs, so this path stays rare. */
 static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
-			     struct zp_run_chunk *chunk, int prot, size_t *mapped)
+			     struct zp_run_chunk *chunk, int prot, gfp_t gfp,
+			     size_t *mapped)
 {
 	unsigned int i;
 	size_t len;
@@ -205,7 +210,7 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 	for (i = 0; i < chunk->nr; i++) {
 		len = chunk->run[i].npages << PAGE_SHIFT;
 		ret = zp_iommu_map(d->domain, iova + *mapped, PFN_PHYS(chunk->run[i].pfn),
-				   len, prot | IOMMU_CACHE);
+				   len, prot | IOMMU_CACHE, gfp);
 		zp_stat_inc(iommu_map_calls);
 		if (ret) {
 			if (*mapped)
@@ -218,17 +223,21 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 	return 0;
 }
 
-/* Map one chunk of runs at iova into d with one iommu_map_sg(). */
+/* Map one chunk of runs at iova into d with one iommu_map_sg(); runs one
+ * by one where atomic (a watched mapping, under revoke_lock). */
 static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
-			struct zp_run_chunk *chunk, int prot, size_t *mapped)
+			struct zp_run_chunk *chunk, int prot, bool atomic,
+			size_t *mapped)
 {
 	struct scatterlist *sg;
 	struct sg_table sgt;
 	unsigned int i, nents;
 	ssize_t ret;
 
-	if (zp_chunk_has_mmio(chunk))
-		return zp_map_chunk_runs(d, iova, chunk, prot, mapped);
+	if (atomic || zp_chunk_has_mmio(chunk))
+		return zp_map_chunk_runs(d, iova, chunk, prot,
+					 atomic ? GFP_ATOMIC | __GFP_NOWARN : GFP_KERNEL_ACCOUNT,
+					 mapped);
 	nents = zp_chunk_nents(chunk, mapped);
 	if (sg_alloc_table(&sgt, nents, GFP_KERNEL))
 		return -ENOMEM;
@@ -258,7 +267,8 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 	return ret < 0 ? ret : -EFAULT;
 }
 
-/* Write every run of dma into d. On failure nothing of dma stays in d. */
+/* Write every run of dma into d. On failure nothing of dma stays in d.
+ * A watched dma is written under revoke_lock, with atomic allocations. */
 static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d)
 {
 	struct zp_run_chunk *chunk;
@@ -266,7 +276,7 @@ static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d)
 	int ret;
 
 	zp_for_each_chunk(&dma->pinned, chunk) {
-		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, &len);
+		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, dma->watched, &len);
 		if (ret) {
 			if (done)
 				iommu_unmap(d->domain, dma->iova, done);
@@ -277,12 +287,15 @@ static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d)
 	return 0;
 }
 
+/* Take dma out of d. Nothing there is fine: a domain being replayed into
+ * (zp_dma_replay()) is listed before every mapping is in it. Does not
+ * allocate. */
 static void zp_dma_unmap_domain(struct zp_dma *dma, struct zp_domain *d)
 {
 	size_t done = iommu_unmap(d->domain, dma->iova, dma->size);
 
 	zp_stat_inc(iommu_unmap_calls);
-	WARN_ONCE(done != dma->size, "unmapped %zu of %zu bytes at %pad\n",
+	WARN_ONCE(done && done != dma->size, "unmapped %zu of %zu bytes at %pad\n",
 		  done, dma->size, &dma->iova);
 }
 
@@ -301,15 +314,15 @@ static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 }
 
 /*
- * The user's mapping behind a dma with MMIO (PFNMAP) is going away:
- * munmap, mremap, process exit. Take dma out of the IOMMU now, so no
+ * The user's mapping behind a dma with MMIO (PFNMAP) changes. When it goes
+ * away (munmap, mremap, process exit), take dma out of the IOMMU now, so no
  * device reaches a BAR whose device may soon belong to someone else; the
- * IOVA stays reserved until UNMAP_DMA. Every other event leaves the
- * mapping in place and is ignored: zaps (MMU_NOTIFY_CLEAR: vfio-pci on
- * reset or memory decode off, MADV_DONTNEED, a THP split in a RAM part),
- * protection changes, soft-dirty. Runs inside reclaim and under the
- * invalidator's mmap_lock: takes only revoke_lock, and not even that once
- * revoked; iommu_unmap() does not allocate.
+ * IOVA stays reserved until UNMAP_DMA. A zap (MMU_NOTIFY_CLEAR) revokes
+ * only where some MMIO is not a VFIO device's BAR: a vfio-pci BAR comes
+ * back with the same pfns (reset, memory decode off), another driver's
+ * PFNMAP may not. Protection changes and the like are ignored. Runs inside
+ * reclaim and under the invalidator's mmap_lock: takes only revoke_lock,
+ * and not even that once revoked; iommu_unmap() does not allocate.
  */
 static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 			     const struct mmu_notifier_range *range,
@@ -318,7 +331,8 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 	struct zp_dma *dma = container_of(watch, struct zp_dma, mmio_watch);
 	struct zp_container *c = dma->c;
 
-	if (range->event != MMU_NOTIFY_UNMAP && range->event != MMU_NOTIFY_RELEASE)
+	if (range->event != MMU_NOTIFY_UNMAP && range->event != MMU_NOTIFY_RELEASE &&
+	    range->event != MMU_NOTIFY_CLEAR)
 		return true;
 	if (READ_ONCE(dma->revoked))
 		return true;
@@ -327,6 +341,10 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 	else if (!mutex_trylock(&c->revoke_lock))
 		return false;
 	mmu_interval_set_seq(watch, cur_seq);
+	if (range->event == MMU_NOTIFY_CLEAR && !READ_ONCE(dma->pinned.mmio_foreign)) {
+		mutex_unlock(&c->revoke_lock);
+		return true;
+	}
 	zp_dma_unmap_domains(c, dma);
 	WRITE_ONCE(dma->revoked, true);
 	mutex_unlock(&c->revoke_lock);
@@ -376,15 +394,10 @@ void zp_dma_remove_all(struct zp_container *c)
 	}
 }
 
-/*
- * Map dma into every domain; on failure into none. The IOMMU is written
- * without revoke_lock (its page tables are allocated); then, under it, a
- * watched MMIO range whose mapping went since its pfns were looked up
- * (seq) is taken out again and stays revoked, as if it had gone right
- * after. Caller holds zp_container.lock, so the domains stay as they are.
- */
-static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
-			  unsigned long seq)
+/* Map dma into every domain; on failure into none. Caller holds
+ * zp_container.lock (the domains stay as they are) and, for a watched dma,
+ * revoke_lock. */
+static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma)
 {
 	struct zp_domain *d;
 	int ret;
@@ -394,15 +407,7 @@ static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 		if (ret)
 			goto unwind;
 	}
-	mutex_lock(&c->revoke_lock);
-	if (dma->watched && (dma->revoked || mmu_interval_read_retry(&dma->mmio_watch, seq))) {
-		list_for_each_entry(d, &c->domains, node)
-			zp_dma_unmap_domain(dma, d);
-		dma->revoked = true;
-	} else {
-		dma->mapped = true;
-	}
-	mutex_unlock(&c->revoke_lock);
+	dma->mapped = true;
 	return 0;
 unwind:
 	list_for_each_entry_continue_reverse(d, &c->domains, node)
@@ -411,40 +416,74 @@ unwind:
 }
 
 /*
- * Write every live mapping into d, which is not listed yet, then list it
- * under revoke_lock. A mapping revoked while it was written into d (the
- * callback only knows the listed domains) is taken out of d there; for a
- * mapping revoked earlier, or one never written into d, that unmap finds
- * nothing and costs nothing.
- * Caller holds zp_container.lock. On failure nothing stays in d.
+ * Map dma into every domain; on failure into none. A watched dma whose
+ * mapping went since its pfns were looked up (revoked by the callback, or
+ * any change in seq where the MMIO is not all VFIO BARs) is not written at
+ * all and stays revoked, as if it had gone right after; otherwise it is
+ * written under revoke_lock, so a revocation waits for it. Caller holds
+ * zp_container.lock.
+ */
+static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
+			  unsigned long seq)
+{
+	int ret = 0;
+
+	if (!dma->watched)
+		return zp_dma_map_domains(c, dma);
+	mutex_lock(&c->revoke_lock);
+	if (dma->revoked || (dma->pinned.mmio_foreign &&
+			     mmu_interval_read_retry(&dma->mmio_watch, seq)))
+		dma->revoked = true;
+	else
+		ret = zp_dma_map_domains(c, dma);
+	mutex_unlock(&c->revoke_lock);
+	return ret;
+}
+
+/* Write one mapping into d, which is listed already: under revoke_lock
+ * where the callback may revoke it meanwhile. */
+static int zp_dma_replay_one(struct zp_container *c, struct zp_dma *dma,
+			     struct zp_domain *d)
+{
+	int ret = 0;
+
+	if (!dma->watched)
+		return zp_dma_map_domain(dma, d);
+	mutex_lock(&c->revoke_lock);
+	if (!dma->revoked)
+		ret = zp_dma_map_domain(dma, d);
+	mutex_unlock(&c->revoke_lock);
+	return ret;
+}
+
+/*
+ * Write every live mapping into d. d is listed first, under revoke_lock,
+ * so a revocation meanwhile takes a mapping out of d as well (or finds it
+ * not there yet, and the replay then skips it). Caller holds
+ * zp_container.lock. On failure d is unlisted and nothing stays in it.
  */
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 {
-	struct zp_dma *dma, *undo;
+	struct zp_dma *dma;
 	struct rb_node *n;
-	int ret;
+	int ret = 0;
 
-	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
-		dma = rb_entry(n, struct zp_dma, node);
-		if (!dma->mapped || READ_ONCE(dma->revoked))
-			continue;
-		ret = zp_dma_map_domain(dma, d);
-		if (ret)
-			goto unwind;
-	}
 	mutex_lock(&c->revoke_lock);
-	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
-		dma = rb_entry(n, struct zp_dma, node);
-		if (dma->revoked)
-			iommu_unmap(d->domain, dma->iova, dma->size);
-	}
 	list_add_tail(&d->node, &c->domains);
 	mutex_unlock(&c->revoke_lock);
-	return 0;
-unwind:
-	for (n = rb_first(&c->dmas); n != &dma->node; n = rb_next(n)) {
-		undo = rb_entry(n, struct zp_dma, node);
-		iommu_unmap(d->domain, undo->iova, undo->size);
+	for (n = rb_first(&c->dmas); n && !ret; n = rb_next(n)) {
+		dma = rb_entry(n, struct zp_dma, node);
+		if (dma->mapped)
+			ret = zp_dma_replay_one(c, dma, d);
+	}
+	if (!ret)
+		return 0;
+	mutex_lock(&c->revoke_lock);
+	list_del(&d->node);
+	mutex_unlock(&c->revoke_lock);
+	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
+		dma = rb_entry(n, struct zp_dma, node);
+		iommu_unmap(d->domain, dma->iova, dma->size);
 	}
 	return ret;
 }

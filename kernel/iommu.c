@@ -352,8 +352,8 @@ static int zp_domain_msi_cookie(struct zp_domain *d, struct iommu_group *group)
  * replay every mapping into the new one and add it. Takes ownership of
  * new (freed when shared or on failure, the group then detached). Caller
  * holds zp_container.lock; zp_dma_replay() lists the new domain under
- * revoke_lock once every mapping is in it, so a revocation either sees it
- * with every mapping in it or is undone in it there.
+ * revoke_lock before it writes the mappings into it, so a revocation
+ * meanwhile reaches the new domain too (and unlists it on failure).
  */
 static int zp_domain_place(struct zp_container *c, struct zp_domain *new,
 			   struct zp_group *g)

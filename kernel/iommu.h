@@ -102,8 +102,8 @@ int zp_iommu_init(struct dentry *debugfs_dir);
 void zp_iommu_exit(void);
 
 /* dma.c; every function here is called with zp_container.lock held.
- * zp_dma_replay() maps every live mapping into d before d is listed, then
- * lists it under revoke_lock. */
+ * zp_dma_replay() lists d (under revoke_lock) and maps every live mapping
+ * into it; on failure d is unlisted again. */
 int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map);
 int zp_dma_unmap(struct zp_container *c, struct vfio_iommu_type1_dma_unmap *unmap);
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d);

@@ -98,6 +98,7 @@ void zp_pinned_init(struct zp_pinned *p)
 	p->credit = 0;
 	p->task = get_task_struct(current->group_leader);
 	p->lock_cap = capable(CAP_IPC_LOCK);
+	p->mmio_foreign = false;
 	p->mm = current->mm;
 	mmgrab(p->mm);
 }
@@ -417,6 +418,8 @@ again:
 			ret = -EFAULT;
 		if (ret)
 			break;
+		if (!zp_file_is_vfio(vma->vm_file))
+			WRITE_ONCE(w->p->mmio_foreign, true);	/* before the run */
 		n = min3(n, npages - done, (vma->vm_end - a) >> PAGE_SHIFT);
 		ret = zp_runs_append(w->p, pfn, n, ZP_RUN_MMIO);
 		done += ret ? 0 : n;

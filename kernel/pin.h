@@ -50,6 +50,8 @@ struct zp_pinned {
 	struct mm_struct *mm;		/* charged mm, grabbed (mmgrab) */
 	struct task_struct *task;	/* its group leader: whose RLIMIT_MEMLOCK */
 	bool lock_cap;			/* CAP_IPC_LOCK at map time: no limit */
+	bool mmio_foreign;		/* some MMIO is not a VFIO device's BAR:
+					 * its pfns may change under a zap */
 };
 
 /* Start empty, charging the calling task (as type1 does at MAP_DMA). */
