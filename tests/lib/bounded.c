@@ -90,6 +90,14 @@ int bounded_call(int (*fn)(void *arg), void *arg, int timeout_ms)
 	return ret;
 }
 
+int kill_and_reap(int pid, int timeout_ms)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	return reap(pid, &status, timeout_ms) ? 0 : -ETIMEDOUT;
+}
+
 int bounded_fork(int (*fn)(void *arg), void *arg, int timeout_ms)
 {
 	pid_t pid = fork();

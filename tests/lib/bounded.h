@@ -33,6 +33,10 @@
 int bounded_call(int (*fn)(void *arg), void *arg, int timeout_ms);
 int bounded_fork(int (*fn)(void *arg), void *arg, int timeout_ms);
 
+/* SIGKILL pid (a child) and reap it: 0 once it is gone, -ETIMEDOUT when
+ * it is still there after timeout_ms (stuck in the kernel). */
+int kill_and_reap(int pid, int timeout_ms);
+
 /* "ok", "errno N (text)", "killed by signal N" or "hung": for TH_LOG. */
 const char *bounded_str(int ret);
 

@@ -594,6 +594,45 @@ TEST(small_file_made_cold_keeps_its_pages)
 }
 
 /*
+ * A task killed while the kernel copies into its zeropinfs mapping: read()
+ * of one zeropinfs file into a mapping of another whose blocks are not
+ * there yet (each fault takes a block, zeroed on the spot: the pool is
+ * empty; zeropinfs' read loop does not look for signals between pages). A
+ * fault that sees the fatal signal must make the copy fail, not have the
+ * kernel retry it forever.
+ */
+#define COPY_SIZE	(256ul << 20)
+#define COPY_DST	ZFS_MNT "/dst"
+
+TEST(killed_while_the_kernel_copies_into_a_mapping_exits)
+{
+	int src, dst, ret;
+	uint8_t *p;
+	pid_t pid;
+
+	zeropin_reset();
+	zeropin_load("");
+	zfs_mount(ZFS_MNT, "size=1G");
+	src = zfs_create(FILE_PATH, COPY_SIZE);
+	dst = zfs_create(COPY_DST, COPY_SIZE);
+	p = map_file(dst, COPY_SIZE, MAP_SHARED);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(read(src, p, COPY_SIZE) < 0);
+	usleep(100 * 1000);
+	ret = kill_and_reap(pid, BOUNDED_MS);
+	EXPECT_EQ(0, ret) TH_LOG("the killed task is still there: %s", bounded_str(ret));
+	munmap(p, COPY_SIZE);
+	close(dst);
+	close(src);
+	ASSERT_EQ(0, unlink(FILE_PATH));
+	ASSERT_EQ(0, unlink(COPY_DST));
+	zfs_umount(ZFS_MNT);
+	zeropin_reset();
+}
+
+/*
  * A store past EOF inside a file's last block: SIGBUS where the kernel
  * maps that block with PTEs (6.12); where it maps it with a PMD (6.1) the
  * store lands in the block, and must never become file content when the
@@ -647,7 +686,9 @@ TEST(store_past_eof_never_becomes_file_content)
  * so the kernel cannot isolate the page: that page then gives -EIO to
  * read() and write(), SIGBUS through a new mapping, and MAP_DMA over it
  * fails as it does with type1, pinning nothing; the rest of the file
- * stays readable, writable and mappable for DMA.
+ * stays readable, writable and mappable for DMA. Once the file is gone the
+ * block is set aside, never given back to the page allocator (which keeps
+ * poisoned pages out of its free lists only one page at a time).
  */
 FIXTURE(zfs_poison) {
 	struct edu edu;
@@ -731,7 +772,7 @@ TEST_F(zfs_poison, poisoned_page_is_refused_and_the_rest_kept)
 {
 	struct page_io io = { .fd = self->fd };
 	struct map_job mj = { .container = self->container };
-	long pinned = iommu_counter("pages_pinned");
+	long pinned = iommu_counter("pages_pinned"), poisoned = pool_counter("poisoned");
 	static const unsigned long kept[] = { 0, 2, 511, 512, 1023 };
 	uint8_t *p;
 	unsigned int i;
@@ -772,6 +813,7 @@ TEST_F(zfs_poison, poisoned_page_is_refused_and_the_rest_kept)
 	close(self->fd);
 	ASSERT_EQ(0, unlink(FILE_PATH));
 	EXPECT_EQ(0, pool_wait("inuse_mib", 0, 5000));
+	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
 }
 
 TEST_HARNESS_MAIN
