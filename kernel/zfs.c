@@ -21,13 +21,18 @@
  * file lets go of it: zfs_add_block() files it dirty (RAM, the only copy:
  * reclaim, drop_caches and memory failure's eviction leave dirty folios
  * alone) and holds one extra reference on it, dropped in zfs_free_folio().
- * split_huge_page() and migration both insist that the reference count be
- * exactly mappings + page cache + caller, so the extra reference makes
- * every split (MADV_COLD/PAGEOUT on part of a folio, memory failure, soft
- * offline, the split_huge_pages debugfs file) fail with -EBUSY/-EAGAIN
- * before anything is unmapped, and every migration (move_pages, mbind
- * MPOL_MF_MOVE, compaction, alloc_contig_range) leave the folio where it
- * is. 6.12's mapping_set_folio_min_order() is not used: split_huge_page()
+ * split_huge_page() insists that the reference count be exactly mappings
+ * + page cache + caller, so the extra reference makes every split
+ * (MADV_COLD/PAGEOUT on part of a folio, memory failure, soft offline, the
+ * split_huge_pages debugfs file) fail with -EBUSY/-EAGAIN before anything
+ * is unmapped. Migration (move_pages, mbind MPOL_MF_MOVE, compaction,
+ * alloc_contig_range) unmaps the folio, finds it dirty with no way to
+ * write it back (and the reference count off), and maps it back where it
+ * was: a bounded number of tries, the data never moves. Memory offlining
+ * retries that until it is interrupted, as it does for memory pinned for
+ * DMA: zeropinfs memory cannot be offlined while in a file (a
+ * ->migrate_folio for blocks nobody pins would allow it; not done yet).
+ * 6.12's mapping_set_folio_min_order() is not used: split_huge_page()
  * asks for order 0 and a DEBUG_VM kernel then warns. The code that walks
  * the page cache still copes with smaller folios (holes fail with -EIO,
  * pinning falls back to GUP), as a defence.
