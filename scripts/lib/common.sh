@@ -60,11 +60,17 @@ linux_source_tarball() {
 LINUX_SOURCE_FILES=(drivers/vfio/vfio.h tools/testing/selftests/kselftest.h
 	tools/testing/selftests/kselftest_harness.h samples/vfio-mdev/mtty.c)
 
+# The Debian series a lab series is built from: 6.12-debug is 6.12's source.
+base_series() {
+	echo "${1%-debug}"
+}
+
 # Extract LINUX_SOURCE_FILES of Debian's linux-source-SERIES once, into
 # build/kernels/SERIES/src/ (paths kept; the package version in
 # src/version); print that folder. The tarball is decompressed only once.
 linux_source_files() {
-	local series="$1" out deb tmp f
+	local series out deb tmp f
+	series=$(base_series "$1")
 	out="$(kernel_dir "$series")/src"
 	if [ ! -f "$out/version" ]; then
 		deb=$(cached_deb "linux-source-$series")
@@ -84,9 +90,11 @@ linux_source_files() {
 	echo "$out"
 }
 
+# 6.12-debug: the debug lab kernel built from 6.12's source
+# (scripts/lab-debug-kernel).
 check_series() {
 	case "$1" in
-	6.12 | 6.1) ;;
-	*) die "unknown kernel series '$1' (supported: 6.12, 6.1)" ;;
+	6.12 | 6.1 | 6.12-debug) ;;
+	*) die "unknown kernel series '$1' (supported: 6.12, 6.1, 6.12-debug)" ;;
 	esac
 }
