@@ -395,17 +395,29 @@ static int other_node(void)
 	return node;
 }
 
-FIXTURE_SETUP(zfs_mm)
+/* What both fixtures start from: zeropin with a small pool, a mount, an
+ * edu in a container of the driver's, and a scratch page the device
+ * bounces data through, mapped at IOVA_SCRATCH. Returns the container. */
+static int lab_setup(struct __test_metadata *_metadata, enum vfio_driver driver,
+		     struct edu *e, uint8_t **scratch)
 {
+	int container;
+
 	zeropin_reset();
 	zeropin_load("pool_mib=16");
-	vfio_driver_use(variant->driver);
+	vfio_driver_use(driver);
 	zfs_mount(ZFS_MNT, "size=64M");
-	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
-	self->scratch = mmap(NULL, TAG_PAGE, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->scratch);
-	vfio_map(self->container, self->scratch, IOVA_SCRATCH, TAG_PAGE);
+	container = edu_setup(e, 0, VFIO_TYPE1v2_IOMMU);
+	*scratch = mmap(NULL, TAG_PAGE, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, *scratch);
+	vfio_map(container, *scratch, IOVA_SCRATCH, TAG_PAGE);
+	return container;
+}
+
+FIXTURE_SETUP(zfs_mm)
+{
+	self->container = lab_setup(_metadata, variant->driver, &self->edu, &self->scratch);
 	self->c.fd = zfs_create(FILE_PATH, FILE_SIZE);
 	self->c.other_node = other_node();
 }
@@ -706,15 +718,7 @@ FIXTURE_VARIANT_ADD(zfs_poison, zeropin) { .driver = DRIVER_ZEROPIN };
 
 FIXTURE_SETUP(zfs_poison)
 {
-	zeropin_reset();
-	zeropin_load("pool_mib=16");
-	vfio_driver_use(variant->driver);
-	zfs_mount(ZFS_MNT, "size=64M");
-	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
-	self->scratch = mmap(NULL, TAG_PAGE, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->scratch);
-	vfio_map(self->container, self->scratch, IOVA_SCRATCH, TAG_PAGE);
+	self->container = lab_setup(_metadata, variant->driver, &self->edu, &self->scratch);
 	self->fd = zfs_create(FILE_PATH, FILE_SIZE);
 	ASSERT_EQ(0, __tags_write(self->fd, FILE_SIZE));
 }
