@@ -191,4 +191,32 @@ TEST_F(p2p, bar_mapping_survives_zaps_that_keep_it)
 	munmap(bar, size);
 }
 
+/*
+ * One mapping of RAM followed by a BAR (as a VMM may place them): ordinary
+ * events in the RAM part (MADV_DONTNEED zaps it) leave the whole mapping
+ * alone, RAM and BAR; with type1 as with zeropin.
+ */
+TEST_F(p2p, ram_events_leave_a_mixed_mapping_alone)
+{
+	size_t bar_size = self->edu[1].bar0_size, ram_size = 2ul << 20;
+	long revoked = iommu_counter("mmio_revoked");
+	char *area, *bar;
+
+	area = mmap(NULL, ram_size + bar_size, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, area);
+	bar = mmap(area + ram_size, bar_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		   self->edu[1].device, 0);
+	ASSERT_EQ(area + ram_size, bar);
+	memset(area, 0x11, ram_size);
+	ASSERT_EQ(0, __vfio_map(self->container, area, IOVA_BAR, ram_size + bar_size, RW));
+	ASSERT_EQ(0, madvise(area, ram_size, MADV_DONTNEED));
+	EXPECT_EQ(EDU_ID, peer_read32(_metadata, &self->edu[0], self->ram.addr,
+				      IOVA_BAR + ram_size));
+	if (variant->driver == DRIVER_ZEROPIN)
+		EXPECT_EQ(revoked, iommu_counter("mmio_revoked"));
+	vfio_unmap(self->container, IOVA_BAR, ram_size + bar_size);
+	munmap(area, ram_size + bar_size);
+}
+
 TEST_HARNESS_MAIN
