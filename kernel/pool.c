@@ -23,8 +23,9 @@
  * handed out, zeroed or freed again; it is set aside for good (counted as
  * poisoned), as the kernel sets poisoned pages aside. The page allocator
  * only keeps poisoned single pages out of its free lists, so every block
- * is checked before it goes back there (pool_free()), as well as when it
- * comes from the allocator and when it leaves the pool.
+ * is checked page by page before it goes back there (pool_free()) and when
+ * it comes from the allocator; at hand-out, on the fault path, only the
+ * flags memory failure sets on the folio itself are looked at.
  *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
@@ -192,31 +193,50 @@ static bool allocator_zeroes(gfp_t gfp)
 /*
  * Whether memory failure marked any page of the block poisoned (it marks
  * the one page it was told about, and no more when it cannot take the
- * block from its owner). Such a block is set aside: never handed out,
- * zeroed (on hardware, touching it raises another machine check) or freed
- * (the page allocator only checks single pages for poison when freeing).
- * Returns true when it was set aside. 512 page flags: a fraction of what
- * mapping the block costs.
+ * block from its owner): 512 page flags, read off the fault path only (in
+ * the lab it doubled the cost of handing out a block).
  */
-static bool set_aside_poisoned(struct folio *folio)
+static bool block_poisoned(struct folio *folio)
 {
 	unsigned long i;
 
-	for (i = 0; i < folio_nr_pages(folio); i++) {
-		if (PageHWPoison(folio_page(folio, i))) {
-			pr_warn_ratelimited("block at pfn %#lx has a poisoned page: set aside\n",
-					    folio_pfn(folio));
-			atomic_long_inc(&counters.poisoned);
+	for (i = 0; i < folio_nr_pages(folio); i++)
+		if (PageHWPoison(folio_page(folio, i)))
 			return true;
-		}
-	}
 	return false;
+}
+
+/*
+ * The check at hand-out: the head page, and the flag memory failure sets
+ * on a folio it found mapped. A page poisoned while its block waits in the
+ * pool and no more is caught when the block leaves the file (and by the
+ * fault path, which checks every page it maps).
+ */
+static bool block_poisoned_quick(struct folio *folio)
+{
+	return PageHWPoison(&folio->page) || zp_folio_has_hwpoisoned(folio);
+}
+
+/*
+ * A poisoned block is set aside, for good: never handed out, zeroed (on
+ * hardware, touching it raises another machine check) or freed (the page
+ * allocator only checks single pages for poison when freeing). Returns
+ * poisoned.
+ */
+static bool set_aside(struct folio *folio, bool poisoned)
+{
+	if (poisoned) {
+		pr_warn_ratelimited("block at pfn %#lx has a poisoned page: set aside\n",
+				    folio_pfn(folio));
+		atomic_long_inc(&counters.poisoned);
+	}
+	return poisoned;
 }
 
 /* Give a block back to the page allocator, unless it is poisoned. */
 static void pool_free(struct folio *folio)
 {
-	if (!set_aside_poisoned(folio))
+	if (!set_aside(folio, block_poisoned(folio)))
 		folio_put(folio);
 }
 
@@ -251,7 +271,7 @@ static bool refill_one(struct node_pool *np)
 	spin_unlock(&np->lock);
 	folio = have_room() ?
 		zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
-	if (folio && set_aside_poisoned(folio))
+	if (folio && set_aside(folio, block_poisoned(folio)))
 		return true;
 	spin_lock(&np->lock);
 	if (!folio) {
@@ -286,7 +306,7 @@ static bool zero_one(struct node_pool *np)
 	spin_unlock(&np->lock);
 	if (!folio)
 		return false;
-	if (set_aside_poisoned(folio)) {
+	if (set_aside(folio, block_poisoned(folio))) {
 		spin_lock(&np->lock);
 		np->nr_zeroing--;
 		spin_unlock(&np->lock);
@@ -435,7 +455,9 @@ static struct folio *node_take(struct node_pool *np, bool *zero)
 }
 
 /* A block from the node's lists, else from the page allocator (*fresh);
- * NULL when neither has one. Poisoned blocks are set aside on the way. */
+ * NULL when neither has one. Poisoned blocks are set aside on the way:
+ * fresh ones checked page by page, the pool's own (checked page by page
+ * when they came in) by their folio flags. */
 static struct folio *pool_take(struct node_pool *np, gfp_t gfp, bool *zero, bool *fresh)
 {
 	struct folio *folio;
@@ -450,7 +472,7 @@ static struct folio *pool_take(struct node_pool *np, gfp_t gfp, bool *zero, bool
 				return NULL;
 			atomic_long_inc(&counters.alloc_sync);
 		}
-	} while (set_aside_poisoned(folio));
+	} while (set_aside(folio, *fresh ? block_poisoned(folio) : block_poisoned_quick(folio)));
 	return folio;
 }
 
