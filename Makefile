@@ -10,6 +10,11 @@
 #   make check-debug     only the debug lab kernel (6.12 with lockdep, KASAN,
 #                        DEBUG_VM, kmemleak), built first if needed
 #   make bench           the benchmarks in the lab, both kernels
+#   make install         a real host: the module into the kernel's extra/
+#                        (KDIR's kernel: the running one by default), the
+#                        host programs under PREFIX, the libvirt hook;
+#                        make install-tools: the programs and hook only
+#   make uninstall       undo make install
 #   make dkms-install    a real host: install through DKMS (needs dkms)
 #
 # Every output lives under build/.
@@ -40,7 +45,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: all module kernel-headers tests lab-userland check check-debug bench clean dkms-install
+.PHONY: all module kernel-headers tests lab-userland check check-debug bench clean dkms-install install install-tools uninstall
 
 all: module
 
@@ -89,6 +94,41 @@ dkms-install:
 	cp kernel/Kbuild kernel/*.c kernel/*.h $(DKMS_SRC)/kernel/
 	sed 's/@VERSION@/$(VERSION)/' kernel/dkms.conf > $(DKMS_SRC)/dkms.conf
 	dkms install zeropin/$(VERSION)
+
+# --- installing on a real host ---
+PREFIX   ?= /usr/local
+HOOKDIR  ?= /etc/libvirt/hooks/qemu.d
+CONFDIR  ?= /etc/zeropin
+KREL     := $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+HOST_LIB := $(PREFIX)/lib/zeropin/host.sh
+# program:installed-path; each finds host.sh at HOST_LIB once installed
+TOOLS    := scripts/zeropin-host:sbin/zeropin-host scripts/zeropin-domxml:bin/zeropin-domxml \
+            scripts/zeropin-timeline:bin/zeropin-timeline
+
+install: module install-tools
+	@[ -n "$(KREL)" ] || { echo "make install: no kernel release in $(KDIR)"; exit 1; }
+	install -D -m 644 $(MODDIR)/kernel/zeropin.ko $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
+	[ -n "$(DESTDIR)" ] || depmod -a $(KREL)
+
+install-tools:
+	install -D -m 644 scripts/lib/host.sh $(DESTDIR)$(HOST_LIB)
+	@for t in $(TOOLS); do \
+		src=$${t%%:*}; dst=$(DESTDIR)$(PREFIX)/$${t#*:}; \
+		echo "install $$src $$dst"; mkdir -p $$(dirname $$dst); \
+		sed 's|^ZP_HOST_LIB=.*|ZP_HOST_LIB=$(HOST_LIB)|' $$src > $$dst && chmod 755 $$dst || exit 1; \
+	done
+	mkdir -p $(DESTDIR)$(HOOKDIR)
+	sed 's|^ZP_HOST_LIB=.*|ZP_HOST_LIB=$(HOST_LIB)|' scripts/libvirt/qemu.d/zeropin > $(DESTDIR)$(HOOKDIR)/zeropin
+	chmod 755 $(DESTDIR)$(HOOKDIR)/zeropin
+	[ -f $(DESTDIR)$(CONFDIR)/zeropin.conf ] || install -D -m 644 scripts/zeropin.conf $(DESTDIR)$(CONFDIR)/zeropin.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin
+	@for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/$${t#*:}; done
+	-rmdir $(DESTDIR)$(PREFIX)/lib/zeropin 2>/dev/null
+	[ -z "$(KREL)" ] || rm -f $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
+	[ -n "$(DESTDIR)" ] || [ -z "$(KREL)" ] || depmod -a $(KREL)
+	@echo "$(CONFDIR)/zeropin.conf kept (remove it by hand)"
 
 clean:
 	rm -rf $(BUILD)/module $(BUILD)/tests $(BUILD)/lab

@@ -1,0 +1,173 @@
+# shellcheck shell=bash
+# Shared by zeropin's host programs (zeropin-host, the libvirt hook,
+# zeropin-domxml, zeropin-timeline): the configuration, the module's sysfs
+# and debugfs files, zeropinfs mounts, libvirt's qemu.conf and domain XML.
+# Source it; it defines variables and functions only. `make install` puts
+# it beside the programs (PREFIX/lib/zeropin/host.sh).
+
+# --- configuration ---
+# Settings, lowest precedence first: the defaults below, the configuration
+# file (KEY=VALUE lines, # comments; read, never executed), the
+# environment, the program's options.
+ZP_CONF="${ZP_CONF:-/etc/zeropin/zeropin.conf}"
+ZP_CONF_KEYS="ZEROPIN_MOUNT ZEROPIN_MOUNT_SIZE ZEROPIN_MOUNT_MODE ZEROPIN_POOL_MIB
+ZEROPIN_MODULE ZEROPIN_DEVICES ZEROPIN_HOOK_WAIT_S ZEROPIN_QEMU_CONF"
+
+zp_conf_defaults() {
+	ZEROPIN_MOUNT=/run/zeropin		# where zeropinfs is mounted
+	ZEROPIN_MOUNT_SIZE=""			# mount's size= (empty: half of RAM)
+	ZEROPIN_MOUNT_MODE=0755			# mount's mode=
+	ZEROPIN_POOL_MIB=""			# pool target, MiB (empty: leave it)
+	ZEROPIN_MODULE=""			# a zeropin.ko to insmod (empty: modprobe)
+	ZEROPIN_DEVICES=""			# PCI addresses or vendor:device for vfio-pci
+	ZEROPIN_HOOK_WAIT_S=30			# hook: longest wait for zeroed memory, s
+	ZEROPIN_QEMU_CONF=/etc/libvirt/qemu.conf
+}
+
+# Is $1 one of the configuration's keys?
+zp_conf_key() {
+	case " $(echo $ZP_CONF_KEYS) " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+# Read the configuration file, then let the environment override it.
+zp_conf_load() {
+	local key val env_vals=() k
+	for k in $ZP_CONF_KEYS; do
+		[ -n "${!k+set}" ] && env_vals+=("$k=${!k}")
+	done
+	zp_conf_defaults
+	if [ -f "$ZP_CONF" ]; then
+		while IFS= read -r line || [ -n "$line" ]; do
+			line="${line%%#*}"
+			[[ "$line" =~ ^[[:space:]]*$ ]] && continue
+			[[ "$line" =~ ^[[:space:]]*([A-Z0-9_]+)=(.*)$ ]] ||
+				zp_die "$ZP_CONF: cannot read the line '$line' (want KEY=VALUE)"
+			key="${BASH_REMATCH[1]}"
+			val="${BASH_REMATCH[2]}"
+			val="${val%"${val##*[![:space:]]}"}"
+			val="${val#\"}" && val="${val%\"}"
+			zp_conf_key "$key" || zp_die "$ZP_CONF: unknown setting $key (known: $(echo $ZP_CONF_KEYS))"
+			printf -v "$key" '%s' "$val"
+		done <"$ZP_CONF"
+	fi
+	for k in "${env_vals[@]}"; do
+		printf -v "${k%%=*}" '%s' "${k#*=}"
+	done
+}
+
+# --- messages ---
+ZP_PROG="${ZP_PROG:-$(basename -- "$0")}"
+
+zp_die() {
+	echo "$ZP_PROG: error: $*" >&2
+	exit 1
+}
+
+zp_warn() {
+	echo "$ZP_PROG: warning: $*" >&2
+}
+
+zp_say() {
+	echo "$ZP_PROG: $*" >&2
+}
+
+# Write a value to a sysfs file, saying so.
+zp_sysfs_write() {
+	zp_say "echo $2 > $1"
+	echo "$2" >"$1"
+}
+
+# --- the module ---
+ZP_SYSFS="${ZP_SYSFS:-/sys/kernel/zeropin}"
+ZP_DEBUGFS=/sys/kernel/debug/zeropin
+ZEROPINFS_MAGIC=7a70696e	# statfs f_type, kernel/zfs.h
+
+zp_module_loaded() {
+	[ -d /sys/module/zeropin ]
+}
+
+# Load zeropin.ko: $ZEROPIN_MODULE with insmod (its dependency vfio by
+# modprobe first), else modprobe. Returns non-zero with the reason on stderr.
+zp_module_load() {
+	zp_module_loaded && return 0
+	if [ -n "$ZEROPIN_MODULE" ]; then
+		[ -f "$ZEROPIN_MODULE" ] || { zp_warn "ZEROPIN_MODULE=$ZEROPIN_MODULE: no such file"; return 1; }
+		modprobe vfio 2>/dev/null || true
+		insmod "$ZEROPIN_MODULE" || return 1
+	else
+		modprobe zeropin || return 1
+	fi
+	zp_say "loaded zeropin $(cat /sys/module/zeropin/version 2>/dev/null)"
+}
+
+# One pool statistic in MiB (zero_mib, dirty_mib, inuse_mib, target_mib).
+zp_pool() {
+	cat "$ZP_SYSFS/pool/$1"
+}
+
+# One counter of a debugfs counters file (pool_counters, iommu_counters);
+# empty when debugfs or the module is not there.
+zp_counter() {
+	awk -v k="$2" '$1 == k { print $2 }' "$ZP_DEBUGFS/$1" 2>/dev/null || true
+}
+
+# --- zeropinfs ---
+zp_is_zeropinfs() {
+	[ "$(stat -f -c %t -- "$1" 2>/dev/null)" = "$ZEROPINFS_MAGIC" ]
+}
+
+# Mount zeropinfs on $ZEROPIN_MOUNT unless it is there already.
+zp_mount() {
+	local opts="mode=$ZEROPIN_MOUNT_MODE"
+	zp_is_zeropinfs "$ZEROPIN_MOUNT" && return 0
+	[ -n "$ZEROPIN_MOUNT_SIZE" ] && opts="size=$ZEROPIN_MOUNT_SIZE,$opts"
+	mkdir -p -- "$ZEROPIN_MOUNT"
+	mount -t zeropinfs -o "$opts" none "$ZEROPIN_MOUNT" || return 1
+	zp_say "mounted zeropinfs on $ZEROPIN_MOUNT ($opts)"
+}
+
+# MiB free on a mount.
+zp_free_mib() {
+	local bsize bavail
+	read -r bsize bavail <<<"$(stat -f -c '%S %a' -- "$1")"
+	echo $((bsize * bavail / 1048576))
+}
+
+# --- libvirt ---
+# memory_backing_dir of a qemu.conf, or libvirt's default.
+zp_backing_dir() {
+	local conf="${1:-$ZEROPIN_QEMU_CONF}" dir
+	dir=$(sed -n 's/^[[:space:]]*memory_backing_dir[[:space:]]*=[[:space:]]*"\(.*\)".*/\1/p' \
+		"$conf" 2>/dev/null | tail -n 1)
+	echo "${dir:-/var/lib/libvirt/qemu/ram}"
+}
+
+# Convert an amount in a libvirt unit to MiB (rounded up).
+zp_to_mib() {
+	local n="$1" unit="${2:-KiB}" bytes
+	case "$unit" in
+	b | bytes) bytes=$n ;;
+	KB) bytes=$((n * 1000)) ;;
+	k | KiB) bytes=$((n * 1024)) ;;
+	MB) bytes=$((n * 1000000)) ;;
+	M | MiB) bytes=$((n * 1048576)) ;;
+	GB) bytes=$((n * 1000000000)) ;;
+	G | GiB) bytes=$((n * 1073741824)) ;;
+	TB) bytes=$((n * 1000000000000)) ;;
+	T | TiB) bytes=$((n * 1099511627776)) ;;
+	*) return 1 ;;
+	esac
+	echo $(((bytes + 1048575) / 1048576))
+}
+
+# An XPath string value of the XML in $1 (empty when absent; non-zero
+# status when the XML does not parse).
+zp_xpath() {
+	local out rc=0
+	out=$(printf '%s' "$1" | xmllint --nowarning --xpath "string($2)" - 2>/dev/null) || rc=$?
+	# xmllint: 0 found, 10 empty result; anything else is a parse error
+	case "$rc" in 0 | 10) printf '%s' "$out" ;; *) return 1 ;; esac
+}

@@ -1,0 +1,232 @@
+#!/bin/bash
+# Host-side tests of zeropin's host programs, no VFIO needed: the libvirt
+# hook against sample domain XMLs (a zeropin domain, other domains,
+# malformed XML, a missing module), the domain XML generator against
+# libvirt's schema, and the programs' usage errors. Prints TAP.
+#
+# USAGE: tests/host/host_tools.sh
+# The lab tests (tests/lab/libvirt-guest) start real domains through libvirt.
+set -eu
+ROOT=$(CDPATH="" cd -- "$(dirname -- "$0")/../.." && pwd)
+HOOK="$ROOT/scripts/libvirt/qemu.d/zeropin"
+DOMXML="$ROOT/scripts/zeropin-domxml"
+HOST="$ROOT/scripts/zeropin-host"
+TMP=$(mktemp -d)
+trap 'rm -rf -- "$TMP"' EXIT
+N=0
+FAILS=0
+
+ok() {
+	N=$((N + 1))
+	echo "ok $N - $1"
+}
+
+not_ok() {
+	N=$((N + 1))
+	FAILS=$((FAILS + 1))
+	echo "not ok $N - $1"
+	[ -z "${2:-}" ] || echo "$2" | sed 's/^/#   /'
+}
+
+# Run the hook with a deadline: XML file, operation, sub-operation. Sets
+# RC, OUT (stdout+stderr) and MS (wall time).
+run_hook() {
+	local start end
+	start=$(date +%s%N)
+	RC=0
+	OUT=$(timeout 10 "$HOOK" vm1 "$2" "$3" - <"$1" 2>&1) || RC=$?
+	end=$(date +%s%N)
+	MS=$(((end - start) / 1000000))
+}
+
+# A sandbox: a qemu.conf whose memory_backing_dir is the configured mount
+# (an empty folder: zeropinfs is not mounted on this host), a module path
+# that does not exist, and a configuration file naming both.
+sandbox() {
+	mkdir -p "$TMP/mnt"
+	echo "memory_backing_dir = \"$TMP/mnt\"" >"$TMP/qemu.conf"
+	cat >"$TMP/zeropin.conf" <<-EOF
+		# sample configuration
+		ZEROPIN_MOUNT=$TMP/mnt
+		ZEROPIN_QEMU_CONF=$TMP/qemu.conf
+		ZEROPIN_MODULE=$TMP/missing/zeropin.ko
+		ZEROPIN_HOOK_WAIT_S=1
+	EOF
+	export ZP_CONF="$TMP/zeropin.conf"
+	"$DOMXML" --name vm1 --memory-mib 2048 --hostdev 0000:65:00.0 >"$TMP/zeropin.xml"
+	"$DOMXML" --name vm1 --memory-mib 2048 --anonymous >"$TMP/anon.xml"
+	"$DOMXML" --name vm1 --memory-mib 2048 --nova >"$TMP/nova.xml"
+	head -c 200 "$TMP/zeropin.xml" >"$TMP/broken.xml"
+}
+
+test_other_domain_passes() {
+	run_hook "$TMP/anon.xml" prepare begin
+	if [ "$RC" = 0 ] && [ -z "$OUT" ]; then
+		ok "hook: a domain with anonymous memory passes untouched and silent (${MS} ms)"
+	else
+		not_ok "hook: a domain with anonymous memory passes untouched" "exit $RC: $OUT"
+	fi
+}
+
+test_file_domain_elsewhere_passes() {
+	run_hook "$TMP/zeropin.xml" prepare begin
+	local rc_ours="$RC"
+	ZEROPIN_QEMU_CONF=/nonexistent/qemu.conf run_hook "$TMP/zeropin.xml" prepare begin
+	if [ "$RC" = 0 ] && [ -z "$OUT" ] && [ "$rc_ours" != 0 ]; then
+		ok "hook: a file-backed domain whose memory_backing_dir is not zeropin's passes untouched"
+	else
+		not_ok "hook: a file-backed domain elsewhere passes untouched" "exit $RC: $OUT"
+	fi
+}
+
+test_missing_module_refused() {
+	run_hook "$TMP/zeropin.xml" prepare begin
+	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "domain vm1: cannot load zeropin.ko; install it"; then
+		ok "hook: a zeropin domain is refused with a clear message when the module is missing"
+	else
+		not_ok "hook: a zeropin domain is refused when the module is missing" "exit $RC: $OUT"
+	fi
+}
+
+test_nova_domain_is_ours() {
+	run_hook "$TMP/nova.xml" prepare begin
+	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "cannot load zeropin.ko"; then
+		ok "hook: a Nova-shaped file-backed domain is recognised as zeropin's"
+	else
+		not_ok "hook: a Nova-shaped domain is recognised" "exit $RC: $OUT"
+	fi
+}
+
+test_malformed_xml() {
+	run_hook "$TMP/broken.xml" prepare begin
+	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "does not parse"; then
+		ok "hook: malformed domain XML is refused with a clear message"
+	else
+		not_ok "hook: malformed domain XML is refused" "exit $RC: $OUT"
+	fi
+}
+
+test_other_operations_pass() {
+	local op bad=""
+	for op in "start begin" "started begin" "stopped end" "migrate begin" "reconnect begin" "attach begin"; do
+		# shellcheck disable=SC2086 # op is two words
+		run_hook "$TMP/zeropin.xml" $op
+		[ "$RC" = 0 ] && [ -z "$OUT" ] || bad="$bad $op: exit $RC $OUT;"
+	done
+	if [ -z "$bad" ]; then
+		ok "hook: operations other than prepare/begin and release/end pass, even for a zeropin domain"
+	else
+		not_ok "hook: other operations pass" "$bad"
+	fi
+}
+
+test_release_of_unmounted_passes() {
+	run_hook "$TMP/zeropin.xml" release end
+	if [ "$RC" = 0 ]; then
+		ok "hook: release/end with the module never loaded finds nothing leaked"
+	else
+		not_ok "hook: release/end without the module" "exit $RC: $OUT"
+	fi
+}
+
+test_bad_config() {
+	echo "ZEROPIN_NO_SUCH_KEY=1" >"$TMP/bad.conf"
+	RC=0
+	OUT=$(ZP_CONF="$TMP/bad.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || RC=$?
+	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "unknown setting ZEROPIN_NO_SUCH_KEY"; then
+		ok "hook: an unknown setting in the configuration file is named in the error"
+	else
+		not_ok "hook: an unknown configuration setting is an error" "exit $RC: $OUT"
+	fi
+}
+
+test_domxml_validates() {
+	local f bad=""
+	command -v virt-xml-validate >/dev/null || { ok "domxml: # SKIP virt-xml-validate missing (libvirt-clients)"; return; }
+	"$DOMXML" --name t --type qemu --kernel /k --initrd /i --cmdline 'console=ttyS0' \
+		--hostdev 0000:00:03.0 --console-log /tmp/c.log --timeline --emulator /usr/bin/qemu-system-x86_64 >"$TMP/full.xml"
+	for f in zeropin anon nova full; do
+		virt-xml-validate "$TMP/$f.xml" domain >/dev/null 2>&1 || bad="$bad $f"
+	done
+	if [ -z "$bad" ]; then
+		ok "domxml: zeropin, anonymous, Nova-shaped and timeline XMLs validate against libvirt's schema"
+	else
+		not_ok "domxml: XMLs validate against libvirt's schema" "invalid:$bad"
+	fi
+}
+
+test_usage_errors() {
+	local bad=""
+	"$DOMXML" --memory-mib 1 >/dev/null 2>&1 && bad="$bad domxml-without-name"
+	"$DOMXML" --name x --hostdev 65:00 >/dev/null 2>&1 && bad="$bad domxml-bad-address"
+	"$HOST" frobnicate >/dev/null 2>&1 && bad="$bad host-unknown-command"
+	"$HOST" setup --pool-mib >/dev/null 2>&1 && bad="$bad host-missing-value"
+	"$HOOK" >/dev/null 2>&1 && bad="$bad hook-no-arguments"
+	for p in "$HOOK" "$DOMXML" "$HOST"; do
+		"$p" --help | grep -q "USAGE" || bad="$bad $(basename "$p")-help"
+	done
+	if [ -z "$bad" ]; then
+		ok "usage: bad arguments exit non-zero, --help prints a USAGE"
+	else
+		not_ok "usage errors" "$bad"
+	fi
+}
+
+# A libvirt log with two starts; the report is about the last one.
+test_timeline_reads_last_start() {
+	local out want='"a":1795462105.079,"b":1795462105.579000,"c":1795462106.579000,"a_b_ms":500,"b_c_ms":1000,"a_c_ms":1500'
+	mkdir -p "$TMP/logs"
+	cat >"$TMP/logs/vm1.log" <<-EOF
+		2026-11-23 19:20:00.000+0000: starting up libvirt version: 9.0.0
+		123@1795461000.000000:qmp_enter_cont {}
+		123@1795461001.000000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1
+		2026-11-23 19:28:25.079+0000: starting up libvirt version: 9.0.0, package: 9.0.0-4+deb12u2 (Debian)
+		-msg timestamp=on \\
+		232@1795462105.579000:qmp_enter_cont {}
+		232@1795462106.579000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1
+		232@1795462107.579000:serial_update_parameters baudrate=9600 parity=78 data=8 stop=1
+	EOF
+	out=$(LIBVIRT_LOG_DIR="$TMP/logs" "$ROOT/scripts/zeropin-timeline" vm1 --json 2>&1) || true
+	if [[ "$out" == *"$want"* ]]; then
+		ok "timeline: (a), (b), (c) of the last start from a libvirt log, in UTC"
+	else
+		not_ok "timeline: the last start from a libvirt log" "got: $out"
+	fi
+}
+
+# make install-tools under a prefix: the installed programs find their
+# library there and work.
+test_install_tools() {
+	local p="$TMP/prefix" out rc=0
+	make -s -C "$ROOT" install-tools PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" >/dev/null 2>&1 || rc=$?
+	out=$("$p/hooks/zeropin" vm1 prepare begin <"$TMP/anon.xml" 2>&1) || rc=$?
+	"$p/usr/sbin/zeropin-host" --help | grep -q USAGE || rc=1
+	[ -f "$p/etc/zeropin.conf" ] || rc=1
+	make -s -C "$ROOT" uninstall PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" KDIR=/nonexistent >/dev/null 2>&1 || rc=$?
+	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] || rc=1
+	if [ "$rc" = 0 ] && [ -z "$out" ]; then
+		ok "install: make install-tools under a prefix works there, make uninstall removes it"
+	else
+		not_ok "install: make install-tools / uninstall" "exit $rc: $out"
+	fi
+}
+
+main() {
+	sandbox
+	test_other_domain_passes
+	test_file_domain_elsewhere_passes
+	test_missing_module_refused
+	test_nova_domain_is_ours
+	test_malformed_xml
+	test_other_operations_pass
+	test_release_of_unmounted_passes
+	test_bad_config
+	test_domxml_validates
+	test_usage_errors
+	test_timeline_reads_last_start
+	test_install_tools
+	echo "1..$N"
+	[ "$FAILS" = 0 ]
+}
+
+main "$@"
