@@ -286,35 +286,41 @@ static int zp_take_file_folio(void *arg, struct folio *folio)
 			      ZP_RUN_FOLIO_REFS);
 }
 
-/* Whether addr lies in a shared zeropinfs mapping path 1 can take from. */
-static bool zp_file_at(unsigned long addr, bool write)
+/* Whether addr lies in a shared zeropinfs mapping path 1 can take from;
+ * when it lies inside one of its blocks instead, *head is set to the pages
+ * up to that block's end (for the other paths), else to 0. */
+static bool zp_file_at(unsigned long addr, bool write, unsigned long *head)
 {
 	struct vm_area_struct *vma;
 	bool ret;
 
+	*head = 0;
 	if (mmap_read_lock_killable(current->mm))
 		return false;
 	vma = vma_lookup(current->mm, addr);
 	ret = vma && zp_zfs_vma_pinnable(vma, addr, write);
+	if (vma && !ret)
+		*head = zp_zfs_pages_to_block(vma, addr, write);
 	mmap_read_unlock(current->mm);
 	return ret;
 }
 
 /*
  * Up to a batch of pages at addr taken from a zeropinfs file; 0 if addr
- * is not in such a mapping. The batch is charged before the mmap_lock is
- * taken (charging needs it for writing) and what was not taken is given
- * back; other memory is not charged here at all.
+ * is not in such a mapping, or (*head pages, see zp_file_at()) inside one
+ * of its blocks. The batch is charged before the mmap_lock is taken
+ * (charging needs it for writing) and what was not taken is given back;
+ * other memory is not charged here at all.
  */
 static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
-			unsigned long npages, bool write)
+			unsigned long npages, bool write, unsigned long *head)
 {
 	unsigned long n = min_t(unsigned long, npages, ZP_GUP_BATCH);
 	unsigned long before = p->npages;
 	struct vm_area_struct *vma;
 	long ret;
 
-	if (!zp_file_at(addr, write))
+	if (!zp_file_at(addr, write, head))
 		return 0;
 	ret = zp_charge(p, n);
 	if (ret)
@@ -522,14 +528,23 @@ static long zp_batch_len(unsigned long addr, unsigned long npages)
 	return (end - addr) >> PAGE_SHIFT;
 }
 
-/* Pin the piece of the range starting at addr, by the cheapest path. */
+/*
+ * Pin the piece of the range starting at addr, by the cheapest path. A
+ * range that starts inside a zeropinfs block (QEMU's RAM after the PAM
+ * split starts at 1 MiB) has its head pinned by the other paths, and path
+ * 1 takes over at the block boundary.
+ */
 static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long npages)
 {
+	unsigned long head = 0;
 	long n = 0;
 
 	if (w->try_file) {
-		n = zp_pin_file(w->p, addr, npages, w->write);
-		w->try_file = n > 0;	/* once it stops, the rest is no zeropinfs */
+		n = zp_pin_file(w->p, addr, npages, w->write, &head);
+		/* once it stops outside a block's head, the rest is no zeropinfs */
+		w->try_file = n > 0 || head;
+		if (head)
+			npages = min(npages, head);
 	}
 	if (!n)
 		n = zp_pin_folio(w->p, addr, npages, w->gup_flags, &w->gup_calls);

@@ -719,13 +719,34 @@ static const struct vm_operations_struct zfs_vm_ops = {
  * nothing could be taken (past EOF, mount full, a hole: the caller's GUP
  * fallback then fails the way type1 would); -ENOMEM, -EINTR or fn's error.
  */
+static bool zfs_vma_shared(struct vm_area_struct *vma, bool write)
+{
+	return vma->vm_ops == &zfs_vm_ops && (vma->vm_flags & VM_SHARED) &&
+	       (vma->vm_flags & (write ? VM_WRITE : VM_READ));
+}
+
 bool zp_zfs_vma_pinnable(struct vm_area_struct *vma, unsigned long addr, bool write)
 {
 	pgoff_t index = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
 
-	return vma->vm_ops == &zfs_vm_ops && (vma->vm_flags & VM_SHARED) &&
-	       (vma->vm_flags & (write ? VM_WRITE : VM_READ)) &&
-	       IS_ALIGNED(index, ZP_BLOCK_PAGES);
+	return zfs_vma_shared(vma, write) && IS_ALIGNED(index, ZP_BLOCK_PAGES);
+}
+
+/*
+ * Pages from addr to the next block boundary of the file, when vma is a
+ * shared zeropinfs mapping with the needed access and addr is inside a
+ * block; else 0. QEMU splits guest RAM at the legacy PAM areas below
+ * 1 MiB, so it maps ranges that start a few pages into the file's first
+ * block: the caller pins those pages another way and takes whole blocks
+ * from the boundary on. Caller holds the mmap lock (read).
+ */
+unsigned long zp_zfs_pages_to_block(struct vm_area_struct *vma, unsigned long addr, bool write)
+{
+	pgoff_t index = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+
+	if (!zfs_vma_shared(vma, write) || IS_ALIGNED(index, ZP_BLOCK_PAGES))
+		return 0;
+	return ZP_BLOCK_PAGES - index % ZP_BLOCK_PAGES;
 }
 
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,

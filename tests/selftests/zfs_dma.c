@@ -98,6 +98,34 @@ TEST_F(zfs_dma, maps_never_touched_file_memory)
 	close(fd);
 }
 
+/*
+ * QEMU splits guest RAM at the PAM areas below 1 MiB and maps RAM from
+ * 1 MiB on: a range that starts inside the file's first block. zeropin
+ * pins that block's tail by GUP and takes every later block whole from the
+ * page cache, without faulting it in.
+ */
+TEST_F(zfs_dma, maps_file_memory_from_inside_a_block)
+{
+	size_t size = 32ul << 20, head = 1ul << 20;
+	int fd = zfs_create(ZFS_MNT "/ram", size);
+	char *p = map_file(fd, size, MAP_SHARED);
+	long gup0 = iommu_counter("gup_calls");
+	long e2m0 = iommu_counter("entries_2m");
+
+	vfio_map(self->container, p + head, IOVA_BASE + head, size - head);
+	if (variant->driver == DRIVER_ZEROPIN) {
+		EXPECT_EQ(gup0 + 1, iommu_counter("gup_calls"));
+		EXPECT_EQ((size - head) / 4096, iommu_counter("pages_pinned"));
+		/* only the first block was faulted in, by GUP */
+		EXPECT_GE(SZ_2M / 1024, smaps_kb(p, "Rss"));
+		EXPECT_EQ(e2m0 + (size - SZ_2M) / SZ_2M, iommu_counter("entries_2m"));
+	}
+	edu_verify(&self->edu, p + head, IOVA_BASE + head, size - head);
+	vfio_unmap(self->container, IOVA_BASE + head, size - head);
+	munmap(p, size);
+	close(fd);
+}
+
 TEST_F(zfs_dma, truncated_while_pinned_is_not_reused)
 {
 	uint64_t pinned[PINNED_SIZE / SZ_2M];
