@@ -63,9 +63,15 @@ endif
 tests:
 	$(MAKE) -C tests
 
-# Host programs the lab guest carries (QEMU for nested tests), see tests/lab/userland.
+# Host programs the lab guest carries (QEMU and libvirt for nested tests,
+# see tests/lab/userland), the lab's libvirt configuration, zeropin's host
+# programs installed as on a host, and the uncompressed kernel L2 boots.
 lab-userland:
 	scripts/lab-tree $(BUILD)/lab/userland $$(grep -v '^\s*\(#\|$$\)' tests/lab/userland)
+	cp -r tests/lab/libvirt/. $(BUILD)/lab/userland/
+	$(MAKE) --no-print-directory install-tools DESTDIR=$(BUILD)/lab/userland PREFIX=/usr/local \
+		HOOKDIR=/etc/libvirt/hooks/qemu.d CONFDIR=/etc/zeropin >/dev/null
+	scripts/lab-l2-kernel >/dev/null
 
 # The debug lab kernel is built from Debian's linux-source-6.12 (about 15
 # minutes from cold; cached under build/, rebuilt when tests/lab/debug.config

@@ -1,0 +1,187 @@
+#!/bin/bash
+# libvirt_start - the main job end to end, in the lab host: libvirt 9.0
+# starts a VM with an edu passed through and guest RAM file-backed on
+# zeropinfs, prepared by zeropin's libvirt hook and host program, and
+# zeropin-timeline reads the start. Prints TAP.
+#
+#   setup_is_idempotent        zeropin-host setup twice: the second changes nothing
+#   zeropin_domain_starts      virsh start: RAM from the pool, pinned by zeropin;
+#                              the timeline has (a), (b), (c) and the VFIO ioctls
+#   destroy_leaves_nothing     virsh destroy: nothing pinned, no block in use, the
+#                              pool back to its target, the hook saw no leak
+#   hook_refuses_without_module  no zeropin.ko to load: the start is refused with
+#                              the hook's sentence
+#   nova_shaped_domain_starts  the memory backing Nova writes (immediate
+#                              allocation, discard) starts and stops cleanly
+#
+# Each libvirt call has a deadline. Needs libvirt, bash and xmllint in the
+# lab (make lab-userland) and the L2 kernel at /l2/vmlinux; skips otherwise.
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:$PATH
+VIRSH=(timeout 180 virsh -q -c qemu:///system)
+MOD=/lib/zeropin/zeropin.ko
+CONF=/etc/zeropin/zeropin.conf
+GUEST_MIB=512
+POOL_MIB=512
+N=0
+FAILS=0
+
+ok() { N=$((N + 1)); echo "ok $N libvirt.$1"; }
+not_ok() {
+	N=$((N + 1)); FAILS=$((FAILS + 1))
+	echo "not ok $N libvirt.$1"
+	[ -z "${2:-}" ] || echo "$2" | sed 's/^/#   /'
+}
+skip_all() { echo "1..0 # SKIP $1"; exit 4; }
+
+# The first edu device (the GPU stand-in), rebound to vfio-pci if a
+# managed hostdev's release gave it back to no driver.
+edu() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x11e8 ] && { echo "${d##*/}"; return; }
+	done
+}
+
+conf_module() {
+	sed -i '/^ZEROPIN_MODULE=/d' "$CONF"
+	echo "ZEROPIN_MODULE=$1" >>"$CONF"
+}
+
+# Define DOMAIN from zeropin-domxml with the given extra options.
+define() {
+	local name="$1"
+	shift
+	zeropin-domxml --name "$name" --type qemu --memory-mib "$GUEST_MIB" --vcpus 1 \
+		--hostdev "$EDU" --kernel /l2/vmlinux --cmdline 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1' \
+		--console-log "/tmp/$name-console.log" --timeline --emulator /usr/bin/qemu-system-x86_64 "$@" >"/tmp/$name.xml" &&
+		"${VIRSH[@]}" define "/tmp/$name.xml" >/dev/null
+}
+
+# Start DOMAIN and wait (60 s at most) for its kernel's first line.
+start() {
+	rm -f "/tmp/$1-console.log"
+	"${VIRSH[@]}" start "$1" 2>&1 || return 1
+	for _ in $(seq 1 300); do
+		grep -q 'Linux version' "/tmp/$1-console.log" 2>/dev/null && return 0
+		sleep 0.2
+	done
+	echo "no kernel line on $1's console in 60 s"
+	return 1
+}
+
+counter() { awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/zeropin/$1"; }
+pool() { cat "/sys/kernel/zeropin/pool/$1"; }
+
+# Wait up to $2 s for `pool zero_mib` to reach $1.
+pool_refilled() {
+	for _ in $(seq 1 $(($2 * 5))); do
+		[ "$(pool zero_mib)" -ge "$1" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+test_setup_is_idempotent() {
+	local first second
+	first=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --device 1234:11e8 --edit-qemu-conf 2>&1)
+	second=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --device 1234:11e8 --edit-qemu-conf 2>&1)
+	if echo "$first" | grep -q 'setup: [0-9]* changes' && echo "$second" | grep -q 'setup: nothing to change' &&
+		grep -q '^memory_backing_dir = "/run/zeropin"' /etc/libvirt/qemu.conf; then
+		ok "setup_is_idempotent"
+	else
+		not_ok "setup_is_idempotent" "first: $first
+second: $second"
+	fi
+}
+
+test_zeropin_domain_starts() {
+	local out inuse pinned tl want_maps='"map_ioctls":[1-9]'
+	# without kprobe events (the debug lab kernel) the VFIO part is null
+	zeropin-timeline --arm >/dev/null 2>&1 || want_maps='"map_ioctls":null'
+	out=$(define g1 && start g1)
+	inuse=$(pool inuse_mib)
+	pinned=$(counter iommu_counters pages_pinned)
+	tl=$(zeropin-timeline g1 --json 2>&1)
+	if [ "$?" = 0 ] && [ "$inuse" -ge "$GUEST_MIB" ] && [ "$((pinned * 4 / 1024))" -ge "$GUEST_MIB" ] &&
+		echo "$tl" | grep -q '"a_b_ms":[0-9]' && echo "$tl" | grep -q '"b_c_ms":[0-9]' &&
+		echo "$tl" | grep -q "$want_maps"; then
+		ok "zeropin_domain_starts"
+		echo "# $tl"
+	else
+		not_ok "zeropin_domain_starts" "$out
+inuse $inuse MiB, pinned $pinned pages; timeline: $tl
+$(tail -n 5 /var/log/libvirt/qemu/g1.log)"
+	fi
+}
+
+test_destroy_leaves_nothing() {
+	local out
+	out=$("${VIRSH[@]}" destroy g1 2>&1)
+	if [ "$(counter iommu_counters pages_pinned)" = 0 ] && [ "$(pool inuse_mib)" = 0 ] &&
+		pool_refilled "$POOL_MIB" 60 && ! grep -q 'zeropin hook: error' /var/log/libvirt/libvirtd.log &&
+		[ -z "$(find /run/zeropin -type f)" ]; then
+		ok "destroy_leaves_nothing"
+	else
+		not_ok "destroy_leaves_nothing" "$out
+pinned $(counter iommu_counters pages_pinned) pages, inuse $(pool inuse_mib) MiB, zero $(pool zero_mib) MiB
+$(grep 'zeropin hook' /var/log/libvirt/libvirtd.log | tail -n 3)
+$(find /run/zeropin -type f)"
+	fi
+}
+
+test_hook_refuses_without_module() {
+	local out
+	zeropin-host teardown >/dev/null 2>&1
+	conf_module ""		# modprobe finds no zeropin in the lab
+	out=$("${VIRSH[@]}" start g1 2>&1)
+	if [ $? != 0 ] && echo "$out" | grep -q 'cannot load zeropin.ko; install it' && [ ! -d /sys/module/zeropin ]; then
+		ok "hook_refuses_without_module"
+	else
+		not_ok "hook_refuses_without_module" "$out"
+		"${VIRSH[@]}" destroy g1 >/dev/null 2>&1
+	fi
+	conf_module "$MOD"
+}
+
+test_nova_shaped_domain_starts() {
+	local out inuse
+	out=$(define n1 --nova && start n1)
+	inuse=$(pool inuse_mib 2>/dev/null || echo 0)
+	out="$out$("${VIRSH[@]}" destroy n1 2>&1)"
+	if [ "$inuse" -ge "$GUEST_MIB" ] && [ "$(pool inuse_mib)" = 0 ] &&
+		grep -q "<allocation mode='immediate'/>" /tmp/n1.xml; then
+		ok "nova_shaped_domain_starts"
+	else
+		not_ok "nova_shaped_domain_starts" "inuse while running $inuse MiB; $out"
+	fi
+}
+
+main() {
+	local addr
+	[ -x /usr/sbin/libvirtd ] && command -v zeropin-host >/dev/null || skip_all "no libvirt or zeropin host programs in the lab (make lab-userland)"
+	[ -f /l2/vmlinux ] || skip_all "no L2 kernel at /l2/vmlinux (scripts/lab-l2-kernel)"
+	EDU=$(edu)
+	[ -n "$EDU" ] || skip_all "no edu device"
+	echo "TAP version 13"
+	echo "1..5"
+	test_setup_is_idempotent
+	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
+	test_zeropin_domain_starts
+	test_destroy_leaves_nothing
+	test_hook_refuses_without_module
+	test_nova_shaped_domain_starts
+	for d in g1 n1; do "${VIRSH[@]}" undefine "$d" >/dev/null 2>&1; done
+	lab-libvirtd stop
+	zeropin-timeline --disarm
+	zeropin-host teardown >/dev/null 2>&1
+	# a managed hostdev's release may have left the edu without a driver
+	addr="/sys/bus/pci/devices/$EDU"
+	if [ ! -e "$addr/driver" ]; then
+		echo vfio-pci >"$addr/driver_override"
+		echo "$EDU" >/sys/bus/pci/drivers_probe
+	fi
+	[ "$FAILS" = 0 ]
+}
+
+main "$@"
