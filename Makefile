@@ -1,5 +1,8 @@
 # zeropin - top-level Makefile. See README.md.
 #
+#   make demo            the main job: a GPU VM started through libvirt in the
+#                        lab, stock and on zeropin, beside a CPU-only VM
+#                        (DEMO_STARTS, DEMO_MIB); results under build/demo/
 #   make                 build zeropin.ko (KDIR=..., else the running kernel's
 #                        build directory, else the lab's 6.12 headers)
 #   make KVER=6.1|6.12   build against a lab kernel (fetched on demand)
@@ -45,7 +48,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: all module kernel-headers tests lab-userland check check-debug bench clean dkms-install install install-tools uninstall
+.PHONY: all module kernel-headers tests lab-userland check check-debug bench demo clean dkms-install install install-tools uninstall
 
 all: module
 
@@ -84,6 +87,9 @@ check check-debug:
 	@for k in $(CHECK_SERIES); do scripts/lab-mdev $$k || exit 1; done
 	$(MAKE) tests lab-userland
 	tests/run-selftests $(CHECK_SERIES)
+
+demo:
+	scripts/demo/run
 
 bench:
 	scripts/install-deps
