@@ -68,13 +68,15 @@ tests:
 
 # Host programs the lab guest carries (QEMU and libvirt for nested tests,
 # see tests/lab/userland), the lab's libvirt configuration, zeropin's host
-# programs installed as on a host, and the uncompressed kernel L2 boots.
+# programs installed as on a host, and the uncompressed kernel L2 boots;
+# bpftrace (200 MB with LLVM) in a tree of its own, for one boot per kernel.
 lab-userland:
 	scripts/lab-tree $(BUILD)/lab/userland $$(grep -v '^\s*\(#\|$$\)' tests/lab/userland)
 	cp -r tests/lab/libvirt/. $(BUILD)/lab/userland/
 	$(MAKE) --no-print-directory install-tools DESTDIR=$(BUILD)/lab/userland PREFIX=/usr/local \
 		HOOKDIR=/etc/libvirt/hooks/qemu.d CONFDIR=/etc/zeropin >/dev/null
 	scripts/lab-l2-kernel >/dev/null
+	scripts/lab-tree $(BUILD)/lab/bpftrace /usr/bin/bpftrace
 
 # The debug lab kernel is built from Debian's linux-source-6.12 (about 15
 # minutes from cold; cached under build/, rebuilt when tests/lab/debug.config
@@ -133,9 +135,12 @@ install-tools:
 	sed 's|^ZP_HOST_LIB=.*|ZP_HOST_LIB=$(HOST_LIB)|' scripts/libvirt/qemu.d/zeropin > $(DESTDIR)$(HOOKDIR)/zeropin
 	chmod 755 $(DESTDIR)$(HOOKDIR)/zeropin
 	[ -f $(DESTDIR)$(CONFDIR)/zeropin.conf ] || install -D -m 644 scripts/zeropin.conf $(DESTDIR)$(CONFDIR)/zeropin.conf
+	install -d $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace
+	install -m 644 scripts/bpftrace/*.bt scripts/bpftrace/*.example.txt $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace/
 
 uninstall:
 	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin
+	rm -rf $(DESTDIR)$(PREFIX)/share/zeropin
 	@for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/$${t#*:}; done
 	-rmdir $(DESTDIR)$(PREFIX)/lib/zeropin 2>/dev/null
 	[ -z "$(KREL)" ] || rm -f $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
