@@ -211,6 +211,23 @@ test_install_tools() {
 	fi
 }
 
+# The memlock report reads libvirt's defined domains: a GPU domain whose
+# <hard_limit> is below its RAM is named with what to raise it to.
+test_memlock_report() {
+	local out
+	mkdir -p "$TMP/doms"
+	"$DOMXML" --name fits --memory-mib 2048 --hostdev 0000:65:00.0 >"$TMP/doms/fits.xml"
+	"$DOMXML" --name capped --memory-mib 4096 --hostdev 0000:66:00.0 |
+		sed "s|<vcpu>|<memtune><hard_limit unit='GiB'>2</hard_limit></memtune><vcpu>|" >"$TMP/doms/capped.xml"
+	out=$(LIBVIRT_QEMU_XML_DIR="$TMP/doms" timeout 10 "$HOST" status 2>&1) || true
+	if echo "$out" | grep -q "memlock: fits (1 PCI devices, 2048 MiB RAM): libvirt sets QEMU's limit to 3072 MiB" &&
+		echo "$out" | grep -q "capped pins 4096 MiB of RAM but <hard_limit> caps its memlock at 2048 MiB.*at least 5120 MiB"; then
+		ok "zeropin-host: the memlock report names a GPU domain whose hard_limit is too small"
+	else
+		not_ok "zeropin-host: the memlock report" "$out"
+	fi
+}
+
 main() {
 	sandbox
 	test_other_domain_passes
@@ -225,6 +242,7 @@ main() {
 	test_usage_errors
 	test_timeline_reads_last_start
 	test_install_tools
+	test_memlock_report
 	echo "1..$N"
 	[ "$FAILS" = 0 ]
 }
