@@ -205,21 +205,23 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
 #define ZFS_ADD_TRIES	4
 
 /*
- * Take a zeroed block from node nid's pool into the page cache at the
- * block holding index: charged to the mount, dirty, and held by the extra
+ * Take a zeroed block from the pool of the node vma's policy names for
+ * index (zfs_block_node(); vma NULL for write and fallocate) into the page
+ * cache at the block holding index: charged to the mount, dirty, and held by the extra
  * reference that keeps it whole (see the top of this file). Returns 0 with
  * *out locked and referenced (the caller's reference, besides the held
  * one), -ENOSPC (mount full), -ENOMEM, or -EEXIST (a folio is there
  * already). Caller holds inode_lock or invalidate_lock (shared).
  */
-static int zfs_add_block(struct inode *inode, pgoff_t index, int nid, struct folio **out)
+static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
+			 struct folio **out)
 {
 	struct folio *folio;
 	int ret;
 
 	if (!charge_block(ZFS_SB(inode->i_sb)))
 		return -ENOSPC;
-	folio = zp_pool_get(nid, ZFS_GFP_SYNC);
+	folio = zp_pool_get(zfs_block_node(vma, index), ZFS_GFP_SYNC);
 	if (!folio) {
 		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 		return -ENOMEM;
@@ -239,13 +241,14 @@ static int zfs_add_block(struct inode *inode, pgoff_t index, int nid, struct fol
 }
 
 /*
- * The locked folio holding index, allocated from node nid's pool if the
- * file has none there yet. Returns 0 with *out referenced and locked, or
+ * The locked folio holding index, allocated (see zfs_add_block(): the node
+ * is worked out only then) if the file has none there yet. Returns 0 with *out referenced and locked, or
  * -ENOSPC (mount full), -ENOMEM, -EINTR (fatal signal), -EIO (a hole
  * smaller than a block). Caller holds inode_lock or invalidate_lock
  * (shared), which keeps truncation out.
  */
-static int zfs_get_folio(struct inode *inode, pgoff_t index, int nid, struct folio **out)
+static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
+			 struct folio **out)
 {
 	int tries, ret;
 
@@ -255,7 +258,7 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, int nid, struct fol
 			return 0;
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		ret = zfs_add_block(inode, index, nid, out);
+		ret = zfs_add_block(inode, index, vma, out);
 		if (ret != -EEXIST)
 			return ret;
 	}
@@ -498,7 +501,7 @@ static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
 	ssize_t copied;
 	int ret;
 
-	ret = zfs_get_folio(inode, index, zfs_block_node(NULL, index), &folio);
+	ret = zfs_get_folio(inode, index, NULL, &folio);
 	if (ret)
 		return ret;
 	folio_unlock(folio);
@@ -568,8 +571,7 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 	if (ret)
 		return ret;
 	for (pos = offset; pos < end; pos += ZP_BLOCK_SIZE) {
-		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT,
-				    zfs_block_node(NULL, pos >> PAGE_SHIFT), &folio);
+		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, &folio);
 		if (ret) {
 			zfs_drop_past_eof(inode);
 			return ret;
@@ -625,8 +627,7 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 
 	filemap_invalidate_lock_shared(mapping);
 	if (last < eof_index(inode))
-		ret = zfs_get_folio(inode, vmf->pgoff,
-				    zfs_block_node(vmf->vma, vmf->pgoff), out);
+		ret = zfs_get_folio(inode, vmf->pgoff, vmf->vma, out);
 	filemap_invalidate_unlock_shared(mapping);
 	return ret;
 }
@@ -746,7 +747,8 @@ unsigned long zp_zfs_pages_to_block(struct vm_area_struct *vma, unsigned long ad
 
 	if (!zfs_vma_shared(vma, write) || IS_ALIGNED(index, ZP_BLOCK_PAGES))
 		return 0;
-	return ZP_BLOCK_PAGES - index % ZP_BLOCK_PAGES;
+	return min_t(unsigned long, ZP_BLOCK_PAGES - index % ZP_BLOCK_PAGES,
+		     (vma->vm_end - addr) >> PAGE_SHIFT);
 }
 
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
@@ -768,8 +770,7 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 	filemap_invalidate_lock_shared(mapping);
 	while (done + ZP_BLOCK_PAGES <= max &&
 	       index + done + ZP_BLOCK_PAGES <= eof_index(inode)) {
-		ret = zfs_get_folio(inode, index + done,
-				    zfs_block_node(vma, index + done), &folio);
+		ret = zfs_get_folio(inode, index + done, vma, &folio);
 		if (ret)
 			break;
 		folio_unlock(folio);

@@ -126,6 +126,33 @@ TEST_F(zfs_dma, maps_file_memory_from_inside_a_block)
 	close(fd);
 }
 
+/*
+ * Ranges that never hold a whole block the file path could take: one
+ * inside a single block, and one in a mapping that starts and ends inside
+ * blocks (offset 1 MiB, 2 MiB long). Every page still reaches the device
+ * at the right place.
+ */
+TEST_F(zfs_dma, maps_pieces_of_blocks)
+{
+	size_t size = 8ul << 20, piece = SZ_2M;
+	int fd = zfs_create(ZFS_MNT "/ram", size);
+	char *p = map_file(fd, size, MAP_SHARED);
+	char *q = mmap(NULL, piece, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 1ul << 20);
+
+	ASSERT_NE(MAP_FAILED, q);
+	vfio_map(self->container, p + 4096, IOVA_BASE, (1ul << 20) - 4096);
+	vfio_map(self->container, q, IOVA_BASE + SZ_2M, piece);
+	if (variant->driver == DRIVER_ZEROPIN)
+		EXPECT_EQ(((1ul << 20) - 4096 + piece) / 4096, iommu_counter("pages_pinned"));
+	edu_verify(&self->edu, p + 4096, IOVA_BASE, (1ul << 20) - 4096);
+	edu_verify(&self->edu, q, IOVA_BASE + SZ_2M, piece);
+	vfio_unmap(self->container, IOVA_BASE, (1ul << 20) - 4096);
+	vfio_unmap(self->container, IOVA_BASE + SZ_2M, piece);
+	munmap(q, piece);
+	munmap(p, size);
+	close(fd);
+}
+
 TEST_F(zfs_dma, truncated_while_pinned_is_not_reused)
 {
 	uint64_t pinned[PINNED_SIZE / SZ_2M];
