@@ -39,6 +39,7 @@ else
   KVER := 6.12
   KDIR := $(BUILD)/kernels/$(KVER)/headers
   TAG  := $(KVER)
+  NO_HOST_KERNEL := 1
 endif
 
 # Kbuild writes objects next to the sources it is given; a tree of links
@@ -120,6 +121,7 @@ TOOLS    := scripts/zeropin-host:sbin/zeropin-host scripts/zeropin-domxml:bin/ze
             scripts/zeropin-timeline:bin/zeropin-timeline
 
 install: module install-tools
+	@[ -z "$(NO_HOST_KERNEL)" ] || { echo "make install: no build directory for the running kernel ($(shell uname -r)): install linux-headers-$(shell uname -r), or name one with KDIR= or KVER="; exit 1; }
 	@[ -n "$(KREL)" ] || { echo "make install: no kernel release in $(KDIR)"; exit 1; }
 	install -D -m 644 $(MODDIR)/kernel/zeropin.ko $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
 	[ -n "$(DESTDIR)" ] || depmod -a $(KREL)

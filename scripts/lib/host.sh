@@ -33,8 +33,11 @@ zp_conf_key() {
 }
 
 # Read the configuration file, then let the environment override it.
+# Returns non-zero with the reason in ZP_CONF_ERROR (the defaults and what
+# was read stay set); zp_conf_load_or_die() is the strict form.
 zp_conf_load() {
-	local key val env_vals=() k
+	local key val env_vals=() k line
+	ZP_CONF_ERROR=""
 	for k in $ZP_CONF_KEYS; do
 		[ -n "${!k+set}" ] && env_vals+=("$k=${!k}")
 	done
@@ -43,19 +46,41 @@ zp_conf_load() {
 		while IFS= read -r line || [ -n "$line" ]; do
 			line="${line%%#*}"
 			[[ "$line" =~ ^[[:space:]]*$ ]] && continue
-			[[ "$line" =~ ^[[:space:]]*([A-Z0-9_]+)=(.*)$ ]] ||
-				zp_die "$ZP_CONF: cannot read the line '$line' (want KEY=VALUE)"
+			if ! [[ "$line" =~ ^[[:space:]]*([A-Z0-9_]+)=(.*)$ ]]; then
+				ZP_CONF_ERROR="$ZP_CONF: cannot read the line '$line' (want KEY=VALUE, no spaces around =)"
+				continue
+			fi
 			key="${BASH_REMATCH[1]}"
 			val="${BASH_REMATCH[2]}"
 			val="${val%"${val##*[![:space:]]}"}"
 			val="${val#\"}" && val="${val%\"}"
-			zp_conf_key "$key" || zp_die "$ZP_CONF: unknown setting $key (known: $(echo $ZP_CONF_KEYS))"
+			if ! zp_conf_key "$key"; then
+				ZP_CONF_ERROR="$ZP_CONF: unknown setting $key (known: $(echo $ZP_CONF_KEYS))"
+				continue
+			fi
 			printf -v "$key" '%s' "$val"
 		done <"$ZP_CONF"
 	fi
 	for k in "${env_vals[@]}"; do
 		printf -v "${k%%=*}" '%s' "${k#*=}"
 	done
+	zp_conf_check
+	[ -z "$ZP_CONF_ERROR" ]
+}
+
+zp_conf_load_or_die() {
+	zp_conf_load || zp_die "$ZP_CONF_ERROR"
+}
+
+# Numbers are numbers (they end up in shell arithmetic).
+zp_conf_check() {
+	[[ "$ZEROPIN_HOOK_WAIT_S" =~ ^[0-9]+$ ]] ||
+		ZP_CONF_ERROR="ZEROPIN_HOOK_WAIT_S=$ZEROPIN_HOOK_WAIT_S: want a number of seconds"
+	[ -z "$ZEROPIN_POOL_MIB" ] || [[ "$ZEROPIN_POOL_MIB" =~ ^[0-9]+$ ]] ||
+		ZP_CONF_ERROR="ZEROPIN_POOL_MIB=$ZEROPIN_POOL_MIB: want a number of MiB"
+	[[ "$ZEROPIN_MOUNT_MODE" =~ ^[0-7]{3,4}$ ]] ||
+		ZP_CONF_ERROR="ZEROPIN_MOUNT_MODE=$ZEROPIN_MOUNT_MODE: want an octal mode"
+	return 0
 }
 
 # --- messages ---
