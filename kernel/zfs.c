@@ -206,12 +206,13 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
 
 /*
  * Take a zeroed block from the pool of the node vma's policy names for
- * index (zfs_block_node(); vma NULL for write and fallocate) into the page
- * cache at the block holding index: charged to the mount, dirty, and held by the extra
- * reference that keeps it whole (see the top of this file). Returns 0 with
- * *out locked and referenced (the caller's reference, besides the held
- * one), -ENOSPC (mount full), -ENOMEM, or -EEXIST (a folio is there
- * already). Caller holds inode_lock or invalidate_lock (shared).
+ * index (zfs_block_node(); vma NULL for write and fallocate) into the
+ * page cache at the block holding index: charged to the mount, dirty, and
+ * held by the extra reference that keeps it whole (see the top of this
+ * file). Returns 0 with *out locked and referenced (the caller's
+ * reference, besides the held one), -ENOSPC (mount full), -ENOMEM, or
+ * -EEXIST (a folio is there already). Caller holds inode_lock or
+ * invalidate_lock (shared), and the mmap lock when vma is given.
  */
 static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 			 struct folio **out)
@@ -241,11 +242,11 @@ static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_stru
 }
 
 /*
- * The locked folio holding index, allocated (see zfs_add_block(): the node
- * is worked out only then) if the file has none there yet. Returns 0 with *out referenced and locked, or
- * -ENOSPC (mount full), -ENOMEM, -EINTR (fatal signal), -EIO (a hole
- * smaller than a block). Caller holds inode_lock or invalidate_lock
- * (shared), which keeps truncation out.
+ * The locked folio holding index, added by zfs_add_block() (which alone
+ * works out the node) if the file has none there yet. Returns 0 with *out
+ * referenced and locked, or -ENOSPC (mount full), -ENOMEM, -EINTR (fatal
+ * signal), -EIO (a hole smaller than a block). Caller holds inode_lock or
+ * invalidate_lock (shared), which keeps truncation out.
  */
 static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 			 struct folio **out)
