@@ -79,21 +79,26 @@ test_file_domain_elsewhere_passes() {
 	fi
 }
 
+# The hook refuses `prepare begin` of the domain in XML file $1, with a
+# message matching $2; $3 names the test.
+expect_hook_refuses() {
+	run_hook "$1" prepare begin
+	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "$2"; then
+		ok "hook: $3"
+	else
+		not_ok "hook: $3" "exit $RC: $OUT"
+	fi
+}
+
 # The hook takes the domain in XML file $1 for zeropin's and, with no
 # module to load in the sandbox, refuses it with its sentence. Where zeropin
 # is loaded on this host the hook would use it for real: skipped.
 expect_refused_without_module() {
-	local xml="$1" what="$2"
 	if [ -d /sys/module/zeropin ]; then
-		ok "hook: $what # SKIP zeropin is loaded on this host (the hook would use it)"
+		ok "hook: $2 # SKIP zeropin is loaded on this host (the hook would use it)"
 		return
 	fi
-	run_hook "$xml" prepare begin
-	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "domain vm1: cannot load zeropin.ko; install it"; then
-		ok "hook: $what"
-	else
-		not_ok "hook: $what" "exit $RC: $OUT"
-	fi
+	expect_hook_refuses "$1" "domain vm1: cannot load zeropin.ko; install it" "$2"
 }
 
 test_missing_module_refused() {
@@ -106,12 +111,7 @@ test_nova_domain_is_ours() {
 }
 
 test_malformed_xml() {
-	run_hook "$TMP/broken.xml" prepare begin
-	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "does not parse"; then
-		ok "hook: malformed domain XML is refused with a clear message"
-	else
-		not_ok "hook: malformed domain XML is refused" "exit $RC: $OUT"
-	fi
+	expect_hook_refuses "$TMP/broken.xml" "does not parse" "malformed domain XML is refused with a clear message"
 }
 
 test_other_operations_pass() {
