@@ -7,6 +7,8 @@
 #                        build directory, else the lab's 6.12 headers)
 #   make KVER=6.1|6.12   build against a lab kernel (fetched on demand)
 #   make tests           build the selftests and benchmarks (static binaries)
+#   make qemu            Debian's QEMU 7.2 built stock and with qemu-patches/
+#                        (scripts/qemu-build), under build/qemu/
 #   make check           install deps, build for both kernels and the debug
 #                        lab kernel, run every selftest in the lab on all
 #                        three, print TAP and one summary
@@ -49,7 +51,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: all module kernel-headers tests lab-userland check check-debug bench demo clean dkms-install install install-tools uninstall
+.PHONY: all module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install install install-tools uninstall
 
 all: module
 
@@ -67,10 +69,15 @@ endif
 tests:
 	$(MAKE) -C tests
 
+# Where make qemu's stock build sits in its root (patched: s/stock/patched/),
+# and in the lab.
+QEMU_BIN := /opt/zeropin/qemu-stock/bin/qemu-system-x86_64
+
 # Host programs the lab guest carries (QEMU and libvirt for nested tests,
 # see tests/lab/userland), the lab's libvirt configuration, zeropin's host
 # programs installed as on a host, and the uncompressed kernel L2 boots;
-# bpftrace (200 MB with LLVM) in a tree of its own, for one boot per kernel.
+# bpftrace (200 MB with LLVM) in a tree of its own, for one boot per kernel;
+# the QEMU builds (make qemu, if made) in another, for the nested boot.
 lab-userland:
 	scripts/lab-tree $(BUILD)/lab/userland $$(grep -v '^\s*\(#\|$$\)' tests/lab/userland)
 	cp -r tests/lab/libvirt/. $(BUILD)/lab/userland/
@@ -78,6 +85,14 @@ lab-userland:
 		HOOKDIR=/etc/libvirt/hooks/qemu.d CONFDIR=/etc/zeropin >/dev/null
 	scripts/lab-l2-kernel >/dev/null
 	scripts/lab-tree $(BUILD)/lab/bpftrace /usr/bin/bpftrace
+	rm -rf $(BUILD)/lab/qemu
+	if [ -x $(QEMU_BIN:%=$(BUILD)/qemu/stock/root%) ] && [ -x $(BUILD)/qemu/patched/root$(subst stock,patched,$(QEMU_BIN)) ]; then \
+		scripts/lab-tree $(BUILD)/lab/qemu $(foreach f,stock patched,$(BUILD)/qemu/$(f)/root$(subst stock,$(f),$(QEMU_BIN))=$(subst stock,$(f),$(QEMU_BIN))); fi
+
+# Debian's QEMU 7.2, stock and with the series, for nested tests and the
+# demo (about 10 minutes cold, then only what changed).
+qemu:
+	scripts/qemu-build
 
 # The debug lab kernel is built from Debian's linux-source-6.12 (about 15
 # minutes from cold; cached under build/, rebuilt when tests/lab/debug.config
