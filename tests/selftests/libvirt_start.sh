@@ -23,25 +23,8 @@ MOD=/lib/zeropin/zeropin.ko
 CONF=/etc/zeropin/zeropin.conf
 GUEST_MIB=512
 POOL_MIB=512
-N=0
-FAILS=0
-
-ok() { N=$((N + 1)); echo "ok $N libvirt.$1"; }
-not_ok() {
-	N=$((N + 1)); FAILS=$((FAILS + 1))
-	echo "not ok $N libvirt.$1"
-	[ -z "${2:-}" ] || echo "$2" | sed 's/^/#   /'
-}
-skip_all() { printf '1..1\nok 1 libvirt # SKIP %s\n' "$1"; exit 4; }
-
-# The first edu device (the GPU stand-in), rebound to vfio-pci if a
-# managed hostdev's release gave it back to no driver.
-edu() {
-	local d
-	for d in /sys/bus/pci/devices/*; do
-		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x11e8 ] && { echo "${d##*/}"; return; }
-	done
-}
+TAP_PREFIX=libvirt
+. "$(dirname -- "$0")/../lib/tap.sh"
 
 conf_module() {
 	sed -i '/^ZEROPIN_MODULE=/d' "$CONF"
@@ -162,7 +145,7 @@ main() {
 	local addr
 	[ -x /usr/sbin/libvirtd ] && command -v zeropin-host >/dev/null || skip_all "no libvirt or zeropin host programs in the lab (make lab-userland)"
 	[ -f /l2/vmlinux ] || skip_all "no L2 kernel at /l2/vmlinux (scripts/lab-l2-kernel)"
-	EDU=$(edu)
+	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	echo "TAP version 13"
 	echo "1..5"

@@ -25,23 +25,8 @@ MNT=/mnt/zeropin-qemu
 COUNTERS=/sys/kernel/debug/zeropin/iommu_counters
 GUEST_MIB=2048
 FIRST_LINE_S=240	# nested TCG: QEMU launch, SeaBIOS, the PVH entry
-N=0
-FAILS=0
-
-ok() { N=$((N + 1)); echo "ok $N qemu.$1"; }
-not_ok() {
-	N=$((N + 1)); FAILS=$((FAILS + 1))
-	echo "not ok $N qemu.$1"
-	[ -z "${2:-}" ] || echo "$2" | sed 's/^/#   /'
-}
-skip_all() { printf '1..1\nok 1 qemu # SKIP %s\n' "$1"; exit 4; }
-
-edu() {
-	local d
-	for d in /sys/bus/pci/devices/*; do
-		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x11e8 ] && { echo "${d##*/}"; return; }
-	done
-}
+TAP_PREFIX=qemu
+. "$(dirname -- "$0")/../lib/tap.sh"
 
 counter() {
 	awk -v k="$1" '$1 == k { print $2 }' "$COUNTERS"
@@ -132,7 +117,7 @@ $REPORT"
 main() {
 	[ -x "$STOCK" ] && [ -x "$PATCHED" ] || skip_all "no QEMU builds in this lab boot (make qemu; tests/run-selftests adds them to the 6.12 boot)"
 	[ -f /l2/vmlinux ] || skip_all "no L2 kernel at /l2/vmlinux (make lab-userland)"
-	EDU=$(edu)
+	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	setup || skip_all "zeropin would not load or mount"
 	echo "TAP version 13"

@@ -1,0 +1,27 @@
+# shellcheck shell=bash
+# TAP helpers for the shell selftests, sourced from beside them (the lab
+# has it at /tests/lib/tap.sh). The test sets TAP_PREFIX, the name its
+# results carry ("qemu" gives "ok 1 qemu.NAME"), and ends with
+# [ "$FAILS" = 0 ].
+N=0
+FAILS=0
+
+ok() { N=$((N + 1)); echo "ok $N $TAP_PREFIX.$1"; }
+
+# not_ok NAME [DETAILS]: DETAILS printed as TAP comments.
+not_ok() {
+	N=$((N + 1)); FAILS=$((FAILS + 1))
+	echo "not ok $N $TAP_PREFIX.$1"
+	[ -z "${2:-}" ] || echo "$2" | sed 's/^/#   /'
+}
+
+# The whole test skips (KSFT_SKIP), saying why.
+skip_all() { printf '1..1\nok 1 %s # SKIP %s\n' "$TAP_PREFIX" "$1"; exit 4; }
+
+# The PCI address of the first edu device (the GPU stand-in), or nothing.
+edu_device() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x11e8 ] && { echo "${d##*/}"; return; }
+	done
+}
