@@ -257,6 +257,27 @@ long proc_smaps_kb(int pid, const char *name, const char *field)
 	return scan_smaps(path, &m, field);
 }
 
+unsigned long proc_vma_start(int pid, const char *name)
+{
+	unsigned long start = 0;
+	struct vma_match m = { .name = name };
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (vma_matches(line, &m)) {
+			start = strtoul(line, NULL, 16);
+			break;
+		}
+	}
+	fclose(f);
+	return start;
+}
+
 int init_on_alloc(void)
 {
 	char cmdline[4096] = "";

@@ -56,6 +56,9 @@ void touch_range(void *addr, size_t size, bool write);
 long smaps_kb(const void *addr, const char *field);
 /* The same for another process's mapping whose path contains name. */
 long proc_smaps_kb(int pid, const char *name, const char *field);
+/* Start address of the first vma of process pid whose path contains name
+ * (0: none). */
+unsigned long proc_vma_start(int pid, const char *name);
 
 /* 0 when the guest kernel was booted with init_on_alloc=0, else 1 (the
  * Debian default: the page allocator clears every page it hands out). */
