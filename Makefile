@@ -10,8 +10,9 @@
 #   make qemu            Debian's QEMU 7.2 built stock and with qemu-patches/
 #                        (scripts/qemu-build), under build/qemu/
 #   make check           install deps, build for both kernels and the debug
-#                        lab kernel, run every selftest in the lab on all
-#                        three, print TAP and one summary
+#                        lab kernel and make qemu, run every selftest in the
+#                        lab on all three (the QEMU series nested on 6.12),
+#                        print TAP and one summary
 #   make check-debug     only the debug lab kernel (6.12 with lockdep, KASAN,
 #                        DEBUG_VM, kmemleak), built first if needed
 #   make bench           the benchmarks in the lab, both kernels
@@ -103,7 +104,7 @@ check check-debug:
 	scripts/install-deps
 	@for k in $(CHECK_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
 	@for k in $(CHECK_SERIES); do scripts/lab-mdev $$k || exit 1; done
-	$(MAKE) tests lab-userland
+	$(MAKE) qemu tests lab-userland
 	tests/run-selftests $(CHECK_SERIES)
 
 demo:
