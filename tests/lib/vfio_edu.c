@@ -21,15 +21,6 @@
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 
-/* edu BAR0 registers (hw/misc/edu.c) */
-#define EDU_REG_ID	0x00	/* reads 0x010000ed */
-#define EDU_REG_DMA_SRC	0x80
-#define EDU_REG_DMA_DST	0x88
-#define EDU_REG_DMA_CNT	0x90
-#define EDU_REG_DMA_CMD	0x98
-#define EDU_CMD_RUN	0x1
-#define EDU_CMD_TO_RAM	0x2	/* direction: device buffer -> RAM */
-
 /* Offsets __edu_verify() probes, per mapping: first, middle, last bytes. */
 #define EDU_VERIFY_CHUNK 512
 

@@ -22,6 +22,15 @@
 #define EDU_VENDOR	0x1234
 #define EDU_DEVICE	0x11e8
 
+/* edu BAR0 registers (hw/misc/edu.c) */
+#define EDU_REG_ID	0x00	/* reads 0x010000ed */
+#define EDU_REG_DMA_SRC	0x80
+#define EDU_REG_DMA_DST	0x88
+#define EDU_REG_DMA_CNT	0x90
+#define EDU_REG_DMA_CMD	0x98
+#define EDU_CMD_RUN	0x1
+#define EDU_CMD_TO_RAM	0x2	/* direction: device buffer -> RAM */
+
 /* The device's DMA buffer is 4 KiB at this device address, but a transfer of
  * the full 4096 bytes hits an off-by-one in QEMU 7.2's edu and aborts QEMU. */
 #define EDU_DMA_BUF	0x40000

@@ -14,6 +14,15 @@
 #                               were mapped again with the same translation
 #   cache_off_is_stock          with iova-cache=off: the very same ioctls and
 #                               bytes as stock
+#   stock_decode_toggles_remap_bar, patched_decode_toggles_keep_bar
+#                               L2 runs to userspace (tests/nested/
+#                               l2_edu_init.c as /init): edu DMA into L2 RAM
+#                               and from the BIOS area below 1 MiB lands
+#                               where L2's CPU sees it, before and after
+#                               TOGGLES memory decode off/on cycles; stock
+#                               unmaps and maps the BAR at each, patched with
+#                               iova-cache-park-bars=on not once (its
+#                               report counts the BAR parked and reused)
 #
 # Each QEMU run has a deadline. Skips when the lab carries no QEMU builds
 # (tests/run-selftests adds them to one 6.12 boot) or no L2 kernel.
@@ -25,6 +34,9 @@ MNT=/mnt/zeropin-qemu
 COUNTERS=/sys/kernel/debug/zeropin/iommu_counters
 GUEST_MIB=2048
 FIRST_LINE_S=240	# nested TCG: QEMU launch, SeaBIOS, the PVH entry
+USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
+L2_INITRD=/tests/nested/l2-edu.cpio
+TOGGLES=8		# L2's memory decode off/on cycles
 TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
 
@@ -114,6 +126,79 @@ $REPORT"
 	fi
 }
 
+# run_l2_edu QEMU DEVICE-OPTIONS TRACE-EVENT: run the L2 to userspace with
+# l2_edu_init as /init, until it powers off; QEMU traces TRACE-EVENT (an
+# unmap: stock's listener delete, patched's ioctl) into /tmp/l2.trace. Sets
+# L2_LOG (l2_edu_init's lines, or the console's end without them), BAR
+# (L2's address of the edu's BAR0), BAR_UNMAPS (unmaps at that address),
+# REPORT (QEMU's stderr); prints them.
+run_l2_edu() {
+	boot_l2_edu "$@"
+	if [ -z "$BAR" ] && grep -q 'Kernel panic' /tmp/l2.console; then
+		# the L2 kernel died while booting, before /init touched the edu
+		# (nested TCG: 2 of 11 such boots in the lab, with the cache on,
+		# cause not established): once more, and say so
+		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
+		boot_l2_edu "$@"
+	fi
+	echo "# $(basename "$(dirname "$(dirname "$1")")")$2: L2 BAR0 at ${BAR:-?}, $BAR_UNMAPS unmaps of it"
+	echo "$L2_LOG" | sed 's/^/#   /'
+}
+
+# One L2 boot of run_l2_edu, bounded by USERSPACE_S; prints nothing.
+boot_l2_edu() {
+	local qemu="$1" opts="$2" event="$3"
+	rm -f /tmp/l2.console /tmp/l2.trace "$MNT/l2-ram"
+	timeout "$USERSPACE_S" "$qemu" -accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic \
+		-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M" \
+		-machine memory-backend=ram0 -serial file:/tmp/l2.console -monitor none -no-reboot \
+		-device "vfio-pci,host=$EDU$opts" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
+		-trace "$event" -D /tmp/l2.trace \
+		-append "console=ttyS0 panic=-1 rdinit=/init l2edu.toggles=$TOGGLES" \
+		</dev/null >/dev/null 2>/tmp/l2.err
+	L2_STATUS=$?
+	L2_LOG=$(tr -d '\r' </tmp/l2.console 2>/dev/null | grep -o 'l2-edu: .*')
+	[ -n "$L2_LOG" ] || L2_LOG="(no l2-edu line; QEMU exited $L2_STATUS; the console's end:)
+$(tail -n 8 /tmp/l2.console 2>/dev/null)"
+	BAR=$(echo "$L2_LOG" | sed -n 's/^l2-edu: bar0 \(0x[0-9a-f]*\).*/\1/p')
+	BAR_UNMAPS=0
+	[ -z "$BAR" ] || BAR_UNMAPS=$(grep -cE "(iova=|region_del )$BAR[ -]" /tmp/l2.trace)
+	REPORT=$(grep -v 'no available reset mechanism' /tmp/l2.err)
+	rm -f "$MNT/l2-ram"
+}
+
+# All of l2_edu_init's DMA checks passed and it got to the end.
+l2_dma_ok() {
+	[ "$(echo "$L2_LOG" | grep -cE '^l2-edu: dma (before|after) (ram|low) ok$')" = 4 ] &&
+		echo "$L2_LOG" | grep -q "^l2-edu: toggles $TOGGLES done" &&
+		echo "$L2_LOG" | grep -q '^l2-edu: done'
+}
+
+test_stock_toggles() {
+	run_l2_edu "$STOCK" "" vfio_listener_region_del
+	if l2_dma_ok && [ "$BAR_UNMAPS" -ge "$TOGGLES" ]; then
+		ok stock_decode_toggles_remap_bar
+	else
+		not_ok stock_decode_toggles_remap_bar "BAR unmaps: $BAR_UNMAPS (expected >= $TOGGLES)
+$L2_LOG
+$REPORT"
+	fi
+}
+
+test_patched_toggles() {
+	run_l2_edu "$PATCHED" ",iova-cache-park-bars=on,iova-cache-report=on" vfio_dma_unmap
+	if l2_dma_ok && [ "$BAR_UNMAPS" = 0 ] &&
+		echo "$REPORT" | grep -qE "BAR mappings parked ([0-9]+), reused \1$" &&
+		[ "$(echo "$REPORT" | sed -n 's/.*BAR mappings parked \([0-9]*\),.*/\1/p')" -ge "$TOGGLES" ]; then
+		ok patched_decode_toggles_keep_bar
+	else
+		not_ok patched_decode_toggles_keep_bar "BAR unmaps: $BAR_UNMAPS (expected 0)
+$L2_LOG
+$REPORT"
+	fi
+	echo "$REPORT" | sed 's/^/# /'
+}
+
 main() {
 	[ -x "$STOCK" ] && [ -x "$PATCHED" ] || skip_all "no QEMU builds in this lab boot (make qemu; tests/run-selftests adds them to the 6.12 boot)"
 	[ -f /l2/vmlinux ] || skip_all "no L2 kernel at /l2/vmlinux (make lab-userland)"
@@ -121,10 +206,12 @@ main() {
 	[ -n "$EDU" ] || skip_all "no edu device"
 	setup || skip_all "zeropin would not load or mount"
 	echo "TAP version 13"
-	echo "1..3"
+	echo "1..5"
 	test_stock
 	test_patched
 	test_cache_off
+	test_stock_toggles
+	test_patched_toggles
 	umount "$MNT" 2>/dev/null
 	[ "$FAILS" = 0 ]
 }
