@@ -1,8 +1,8 @@
 # shellcheck shell=bash
-# TAP helpers for the shell selftests, sourced from beside them (the lab
-# has it at /tests/lib/tap.sh). The test sets TAP_PREFIX, the name its
-# results carry ("qemu" gives "ok 1 qemu.NAME"), and ends with
-# [ "$FAILS" = 0 ].
+# Helpers for the shell selftests (TAP, zeropin's counters, the edu),
+# sourced from beside them (the lab has it at /tests/lib/tap.sh). The test
+# sets TAP_PREFIX, the name its results carry ("qemu" gives
+# "ok 1 qemu.NAME"), and ends with [ "$FAILS" = 0 ].
 N=0
 FAILS=0
 
@@ -17,6 +17,10 @@ not_ok() {
 
 # The whole test skips (KSFT_SKIP), saying why.
 skip_all() { printf '1..1\nok 1 %s # SKIP %s\n' "$TAP_PREFIX" "$1"; exit 4; }
+
+# counter FILE KEY: one counter of a zeropin debugfs counters file
+# (pool_counters, iommu_counters).
+counter() { awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/zeropin/$1"; }
 
 # The PCI address of the first edu device (the GPU stand-in), or nothing.
 edu_device() {

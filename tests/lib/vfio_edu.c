@@ -47,8 +47,7 @@ static bool is_edu(const char *dir)
 	       !read_hex(dir, "device", &device) && device == EDU_DEVICE;
 }
 
-/* Fill bdf with the index-th edu in sorted PCI order; 0 or -ENODEV. */
-static int edu_find(int index, char *bdf, size_t len)
+int edu_find(int index, char *bdf, size_t len)
 {
 	struct dirent **names;
 	char dir[PATH_MAX];

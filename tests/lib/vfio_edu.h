@@ -52,6 +52,8 @@ struct edu {
 
 /* Number of edu devices bound to vfio-pci. */
 int edu_count(void);
+/* Fill bdf with the index-th edu in sorted PCI order; 0 or -ENODEV. */
+int edu_find(int index, char *bdf, size_t len);
 
 /* Container: /dev/vfio/vfio. Returns an fd or a negative errno. */
 int __vfio_container_open(void);

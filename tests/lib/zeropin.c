@@ -278,6 +278,19 @@ unsigned long proc_vma_start(int pid, const char *name)
 	return start;
 }
 
+uint64_t pfn_of(const void *addr)
+{
+	uint64_t entry = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &entry, 8, (uintptr_t)addr / 4096 * 8) != 8)
+		entry = 0;
+	close(fd);
+	return (entry & (1ull << 63)) ? entry & ((1ull << 55) - 1) : 0;
+}
+
 int init_on_alloc(void)
 {
 	char cmdline[4096] = "";

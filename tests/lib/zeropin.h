@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util.h"
 
@@ -59,6 +60,9 @@ long proc_smaps_kb(int pid, const char *name, const char *field);
 /* Start address of the first vma of process pid whose path contains name
  * (0: none). */
 unsigned long proc_vma_start(int pid, const char *name);
+/* Physical frame of the page at addr, 0 when not present (root reads PFNs
+ * from /proc/self/pagemap). */
+uint64_t pfn_of(const void *addr);
 
 /* 0 when the guest kernel was booted with init_on_alloc=0, else 1 (the
  * Debian default: the page allocator clears every page it hands out). */

@@ -19,7 +19,6 @@
  * Kernel command line: l2edu.toggles=N  decode off/on cycles [DEFAULT: 8]
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -31,10 +30,11 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "util.h"		/* now_ms() */
-#include "vfio_edu.h"		/* EDU_* constants only */
+#include "vfio_edu.h"		/* edu_find(), __edu_dma() on a BAR0 mmap */
+#include "zeropin.h"		/* pfn_of() */
 
 #define PCI_DEVICES	"/sys/bus/pci/devices"
 #define PCI_COMMAND	0x04
@@ -47,7 +47,7 @@
 #define EDU_ID		0x010000ed	/* what EDU_REG_ID reads */
 
 static int kmsg = -1;
-static volatile uint8_t *bar0;
+static struct edu edu;		/* only bar0 is used: no VFIO inside L2 */
 
 static void say(const char *fmt, ...)
 {
@@ -99,39 +99,22 @@ static int toggles_wanted(void)
 	return p ? atoi(p + strlen("l2edu.toggles=")) : DEFAULT_TOGGLES;
 }
 
-static unsigned long read_hex(const char *dev, const char *name)
+/* L2's physical address of the edu's BAR0 (the resource file's first
+ * field), 0 when unreadable. */
+static unsigned long bar0_address(const char *dev)
 {
-	char path[512], buf[64] = "";
-	int fd;
+	char path[512];
+	unsigned long addr = 0;
+	FILE *f;
 
-	snprintf(path, sizeof(path), PCI_DEVICES "/%s/%s", dev, name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	if (read(fd, buf, sizeof(buf) - 1) < 0)
-		buf[0] = '\0';
-	close(fd);
-	return strtoul(buf, NULL, 16);
-}
-
-/* The edu's PCI address into dev, or -ENODEV. */
-static int find_edu(char *dev, size_t len)
-{
-	DIR *d = opendir(PCI_DEVICES);
-	struct dirent *e;
-	int ret = -ENODEV;
-
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] != '.' && read_hex(e->d_name, "vendor") == EDU_VENDOR &&
-		    read_hex(e->d_name, "device") == EDU_DEVICE) {
-			snprintf(dev, len, "%s", e->d_name);
-			ret = 0;
-			break;
-		}
+	snprintf(path, sizeof(path), PCI_DEVICES "/%s/resource", dev);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%lx", &addr) != 1)
+			addr = 0;
+		fclose(f);
 	}
-	if (d)
-		closedir(d);
-	return ret;
+	return addr;
 }
 
 static int open_dev_file(const char *dev, const char *name, int flags)
@@ -147,62 +130,26 @@ static int set_command(int config, uint16_t cmd)
 	return pwrite(config, &cmd, sizeof(cmd), PCI_COMMAND) == sizeof(cmd) ? 0 : -errno;
 }
 
-static uint64_t reg_read(unsigned int reg)
-{
-	return *(volatile uint64_t *)(bar0 + reg);
-}
-
-static void reg_write(unsigned int reg, uint64_t val)
-{
-	*(volatile uint64_t *)(bar0 + reg) = val;
-}
-
-/* One edu DMA between its buffer and L2 physical address phys. */
-static int dma(uint64_t phys, uint32_t len, int to_ram)
-{
-	double deadline = now_ms() + EDU_DMA_TIMEOUT_MS;
-
-	reg_write(EDU_REG_DMA_SRC, to_ram ? EDU_DMA_BUF : phys);
-	reg_write(EDU_REG_DMA_DST, to_ram ? phys : EDU_DMA_BUF);
-	reg_write(EDU_REG_DMA_CNT, len);
-	reg_write(EDU_REG_DMA_CMD, EDU_CMD_RUN | (to_ram ? EDU_CMD_TO_RAM : 0));
-	while (reg_read(EDU_REG_DMA_CMD) & EDU_CMD_RUN) {
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		usleep(1000);
-	}
-	return 0;
-}
-
-/* L2 physical address of the page holding p (mapped and locked), or 0. */
+/* L2 physical address of p (mapped and locked), or 0. */
 static uint64_t phys_of(const void *p)
 {
-	uint64_t entry = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-	off_t off = (uintptr_t)p / 4096 * sizeof(entry);
+	uint64_t pfn = pfn_of(p);
 
-	if (fd < 0)
-		return 0;
-	if (pread(fd, &entry, sizeof(entry), off) != sizeof(entry))
-		entry = 0;
-	close(fd);
-	if (!(entry & (1ull << 63)))
-		return 0;
-	return (entry & ((1ull << 55) - 1)) * 4096 + (uintptr_t)p % 4096;
+	return pfn ? pfn * 4096 + (uintptr_t)p % 4096 : 0;
 }
 
 /* RAM -> device -> other RAM: the pattern must arrive intact. */
 static const char *check_ram(uint8_t *a, uint8_t *b)
 {
 	uint64_t pa = phys_of(a), pb = phys_of(b);
-	uint32_t i, seed = (uint32_t)now_ms();
+	uint32_t i, seed = (uint32_t)time(NULL);
 
 	if (!pa || !pb)
 		return "no physical address in /proc/self/pagemap";
 	for (i = 0; i < DMA_LEN; i++)
 		a[i] = (uint8_t)(seed + i * 131u);
 	memset(b, 0, DMA_LEN);
-	if (dma(pa, DMA_LEN, 0) || dma(pb, DMA_LEN, 1))
+	if (__edu_dma(&edu, pa, DMA_LEN, false) || __edu_dma(&edu, pb, DMA_LEN, true))
 		return "DMA timed out";
 	return memcmp(a, b, DMA_LEN) ? "data differs" : NULL;
 }
@@ -222,7 +169,8 @@ static const char *check_low(uint8_t *b)
 	if (!pb)
 		return "no physical address in /proc/self/pagemap";
 	memset(b, 0, DMA_LEN);
-	if (dma(LOW_ADDR, DMA_LEN, 0) || dma(pb, DMA_LEN, 1))
+	if (__edu_dma(&edu, LOW_ADDR, DMA_LEN, false) ||
+	    __edu_dma(&edu, pb, DMA_LEN, true))
 		return "DMA timed out";
 	return memcmp(want, b, DMA_LEN) ? "data differs" : NULL;
 }
@@ -243,7 +191,7 @@ static int run(void)
 	uint8_t *buf;
 	int config, res, i, n = toggles_wanted();
 
-	if (find_edu(dev, sizeof(dev)))
+	if (edu_find(0, dev, sizeof(dev)))
 		return say("FAIL no edu device"), -1;
 	config = open_dev_file(dev, "config", O_RDWR);
 	res = open_dev_file(dev, "resource0", O_RDWR | O_SYNC);
@@ -251,11 +199,11 @@ static int run(void)
 		return say("FAIL cannot open %s's config or resource0", dev), -1;
 	if (set_command(config, cmd | PCI_CMD_MEMORY | PCI_CMD_MASTER))
 		return say("FAIL cannot enable %s", dev), -1;
-	bar0 = mmap(NULL, BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, res, 0);
+	edu.bar0 = mmap(NULL, BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, res, 0);
 	/* the edu answers its low registers only to 4-byte reads */
-	if (bar0 == MAP_FAILED || *(volatile uint32_t *)(bar0 + EDU_REG_ID) != EDU_ID)
+	if (edu.bar0 == MAP_FAILED || *(volatile uint32_t *)(edu.bar0 + EDU_REG_ID) != EDU_ID)
 		return say("FAIL %s's BAR0 does not read as an edu", dev), -1;
-	say("bar0 %#lx", read_hex(dev, "resource"));
+	say("bar0 %#lx", bar0_address(dev));
 	buf = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_LOCKED, -1, 0);
 	if (buf == MAP_FAILED)

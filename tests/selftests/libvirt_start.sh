@@ -53,7 +53,6 @@ start() {
 	return 1
 }
 
-counter() { awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/zeropin/$1"; }
 pool() { cat "/sys/kernel/zeropin/pool/$1"; }
 
 # Wait up to $2 s for `pool zero_mib` to reach $1.

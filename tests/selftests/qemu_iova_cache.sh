@@ -31,7 +31,6 @@ STOCK=/opt/zeropin/qemu-stock/bin/qemu-system-x86_64
 PATCHED=/opt/zeropin/qemu-patched/bin/qemu-system-x86_64
 MOD=/lib/zeropin/zeropin.ko
 MNT=/mnt/zeropin-qemu
-COUNTERS=/sys/kernel/debug/zeropin/iommu_counters
 GUEST_MIB=2048
 FIRST_LINE_S=240	# nested TCG: QEMU launch, SeaBIOS, the PVH entry
 USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
@@ -39,10 +38,6 @@ L2_INITRD=/tests/nested/l2-edu.cpio
 TOGGLES=8		# L2's memory decode off/on cycles
 TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
-
-counter() {
-	awk -v k="$1" '$1 == k { print $2 }' "$COUNTERS"
-}
 
 # Load zeropin with a pool for the guest and mount zeropinfs; wait (90 s at
 # most) for the pool to hold the guest's RAM zeroed.
@@ -58,6 +53,16 @@ setup() {
 	echo "# the pool did not zero $GUEST_MIB MiB in 90 s"
 }
 
+# The L2's QEMU arguments, shared by every run (its device options in $1)
+# into L2_ARGS: guest RAM on zeropinfs, the edu passed through, the
+# console in /tmp/l2.console, the L2 kernel booted through PVH.
+l2_args() {
+	L2_ARGS=(-accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic
+		-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M"
+		-machine memory-backend=ram0 -serial file:/tmp/l2.console
+		-device "vfio-pci,host=$EDU$1" -kernel /l2/vmlinux)
+}
+
 # start_l2 QEMU DEVICE-OPTIONS: run the L2 until its kernel's first line,
 # then quit through the monitor. Sets MAPS, UNMAPS, PINNED_MIB (zeropin's
 # counters over the run), REPORT (QEMU's stderr) and LINE (1 when the
@@ -67,11 +72,9 @@ start_l2() {
 	rm -f /tmp/l2.console "$MNT/l2-ram" /tmp/l2.mon
 	mkfifo /tmp/l2.mon
 	exec 3<>/tmp/l2.mon
-	maps0=$(counter map_ioctls) unmaps0=$(counter unmap_ioctls) pinned0=$(counter pages_pinned_total)
-	timeout $((FIRST_LINE_S + 60)) "$qemu" -accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic \
-		-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M" \
-		-machine memory-backend=ram0 -serial file:/tmp/l2.console -monitor stdio \
-		-device "vfio-pci,host=$EDU$opts" -kernel /l2/vmlinux \
+	maps0=$(counter iommu_counters map_ioctls) unmaps0=$(counter iommu_counters unmap_ioctls) pinned0=$(counter iommu_counters pages_pinned_total)
+	l2_args "$opts"
+	timeout $((FIRST_LINE_S + 60)) "$qemu" "${L2_ARGS[@]}" -monitor stdio \
 		-append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1' <&3 >/dev/null 2>/tmp/l2.err &
 	pid=$!
 	LINE=0
@@ -83,9 +86,9 @@ start_l2() {
 	echo quit >&3
 	wait "$pid"
 	exec 3>&-
-	MAPS=$(($(counter map_ioctls) - maps0))
-	UNMAPS=$(($(counter unmap_ioctls) - unmaps0))
-	PINNED_MIB=$((($(counter pages_pinned_total) - pinned0) * 4 / 1024))
+	MAPS=$(($(counter iommu_counters map_ioctls) - maps0))
+	UNMAPS=$(($(counter iommu_counters unmap_ioctls) - unmaps0))
+	PINNED_MIB=$((($(counter iommu_counters pages_pinned_total) - pinned0) * 4 / 1024))
 	REPORT=$(grep -v 'no available reset mechanism' /tmp/l2.err)
 	rm -f "$MNT/l2-ram"
 	echo "# $(basename "$(dirname "$(dirname "$qemu")")")$opts: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned for $GUEST_MIB MiB of RAM; first line: $LINE"
@@ -149,10 +152,8 @@ run_l2_edu() {
 boot_l2_edu() {
 	local qemu="$1" opts="$2" event="$3"
 	rm -f /tmp/l2.console /tmp/l2.trace "$MNT/l2-ram"
-	timeout "$USERSPACE_S" "$qemu" -accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic \
-		-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M" \
-		-machine memory-backend=ram0 -serial file:/tmp/l2.console -monitor none -no-reboot \
-		-device "vfio-pci,host=$EDU$opts" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
+	l2_args "$opts"
+	timeout "$USERSPACE_S" "$qemu" "${L2_ARGS[@]}" -monitor none -no-reboot -initrd "$L2_INITRD" \
 		-trace "$event" -D /tmp/l2.trace \
 		-append "console=ttyS0 panic=-1 rdinit=/init l2edu.toggles=$TOGGLES" \
 		</dev/null >/dev/null 2>/tmp/l2.err

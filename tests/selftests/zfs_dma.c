@@ -57,20 +57,6 @@ FIXTURE_TEARDOWN(zfs_dma)
 	zeropin_reset();
 }
 
-/* Physical frame of the page at addr (root reads PFNs from pagemap). */
-static uint64_t pfn_of(const void *addr)
-{
-	uint64_t entry = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-
-	if (fd < 0)
-		return 0;
-	if (pread(fd, &entry, 8, (uintptr_t)addr / 4096 * 8) != 8)
-		entry = 0;
-	close(fd);
-	return (entry & (1ull << 63)) ? entry & ((1ull << 55) - 1) : 0;
-}
-
 TEST_F(zfs_dma, maps_never_touched_file_memory)
 {
 	size_t size = 32ul << 20;
