@@ -27,40 +27,20 @@
 # Each QEMU run has a deadline. Skips when the lab carries no QEMU builds
 # (tests/run-selftests adds them to one 6.12 boot) or no L2 kernel.
 set -u
-STOCK=/opt/zeropin/qemu-stock/bin/qemu-system-x86_64
-PATCHED=/opt/zeropin/qemu-patched/bin/qemu-system-x86_64
-MOD=/lib/zeropin/zeropin.ko
-MNT=/mnt/zeropin-qemu
-GUEST_MIB=2048
 FIRST_LINE_S=240	# nested TCG: QEMU launch, SeaBIOS, the PVH entry
 USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
 L2_INITRD=/tests/nested/l2-edu.cpio
 TOGGLES=8		# L2's memory decode off/on cycles
 TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
-
-# Load zeropin with a pool for the guest and mount zeropinfs; wait (90 s at
-# most) for the pool to hold the guest's RAM zeroed.
-setup() {
-	local i
-	[ -d /sys/module/zeropin ] || insmod "$MOD" pool_mib=$((GUEST_MIB + 64)) || return 1
-	mkdir -p "$MNT"
-	grep -q " $MNT zeropinfs " /proc/mounts || mount -t zeropinfs -o size=$((GUEST_MIB * 2))M none "$MNT" || return 1
-	for ((i = 0; i < 900; i++)); do
-		[ "$(cat /sys/kernel/zeropin/pool/zero_mib)" -ge "$GUEST_MIB" ] && return 0
-		sleep 0.1
-	done
-	echo "# the pool did not zero $GUEST_MIB MiB in 90 s"
-}
+. "$(dirname -- "$0")/../lib/l2.sh"
 
 # The L2's QEMU arguments, shared by every run (its device options in $1)
-# into L2_ARGS: guest RAM on zeropinfs, the edu passed through, the
-# console in /tmp/l2.console, the L2 kernel booted through PVH.
+# into L2_ARGS: lib/l2.sh's, the edu passed through, the L2 kernel booted
+# through PVH.
 l2_args() {
-	L2_ARGS=(-accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic
-		-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M"
-		-machine memory-backend=ram0 -serial file:/tmp/l2.console
-		-device "vfio-pci,host=$EDU$1" -kernel /l2/vmlinux)
+	l2_base_args
+	L2_ARGS=("${L2_BASE[@]}" -device "vfio-pci,host=$EDU$1" -kernel /l2/vmlinux)
 }
 
 # start_l2 QEMU DEVICE-OPTIONS: run the L2 until its kernel's first line,
@@ -91,7 +71,7 @@ start_l2() {
 	PINNED_MIB=$((($(counter iommu_counters pages_pinned_total) - pinned0) * 4 / 1024))
 	REPORT=$(grep -v 'no available reset mechanism' /tmp/l2.err)
 	rm -f "$MNT/l2-ram"
-	echo "# $(basename "$(dirname "$(dirname "$qemu")")")$opts: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned for $GUEST_MIB MiB of RAM; first line: $LINE"
+	echo "# $(l2_flavour "$qemu")$opts: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned for $GUEST_MIB MiB of RAM; first line: $LINE"
 }
 
 test_stock() {
@@ -144,7 +124,7 @@ run_l2_edu() {
 		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
 		boot_l2_edu "$@"
 	fi
-	echo "# $(basename "$(dirname "$(dirname "$1")")")$2: L2 BAR0 at ${BAR:-?}, $BAR_UNMAPS unmaps of it"
+	echo "# $(l2_flavour "$1")$2: L2 BAR0 at ${BAR:-?}, $BAR_UNMAPS unmaps of it"
 	echo "$L2_LOG" | sed 's/^/#   /'
 }
 
@@ -201,11 +181,7 @@ $REPORT"
 }
 
 main() {
-	[ -x "$STOCK" ] && [ -x "$PATCHED" ] || skip_all "no QEMU builds in this lab boot (make qemu; tests/run-selftests adds them to the 6.12 boot)"
-	[ -f /l2/vmlinux ] || skip_all "no L2 kernel at /l2/vmlinux (make lab-userland)"
-	EDU=$(edu_device)
-	[ -n "$EDU" ] || skip_all "no edu device"
-	setup || skip_all "zeropin would not load or mount"
+	l2_require
 	echo "TAP version 13"
 	echo "1..5"
 	test_stock
