@@ -179,11 +179,14 @@ test_domxml_validates() {
 	command -v virt-xml-validate >/dev/null || { ok "domxml: # SKIP virt-xml-validate missing (libvirt-clients)"; return; }
 	"$DOMXML" --name t --type qemu --kernel /k --initrd /i --cmdline 'console=ttyS0' \
 		--hostdev 0000:00:03.0 --console-log /tmp/c.log --timeline --emulator /usr/bin/qemu-system-x86_64 >"$TMP/full.xml"
-	for f in zeropin anon nova full; do
+	"$DOMXML" --name f --type qemu --kernel /k --fast-firmware \
+		--emulator /opt/zeropin/qemu-patched/bin/qemu-system-x86_64 >"$TMP/fast.xml"
+	grep -q "<qemu:arg value='fast-firmware=on'/>" "$TMP/fast.xml" || bad="$bad fast-no-arg"
+	for f in zeropin anon nova full fast; do
 		virt-xml-validate "$TMP/$f.xml" domain >/dev/null 2>&1 || bad="$bad $f"
 	done
 	if [ -z "$bad" ]; then
-		ok "domxml: zeropin, anonymous, Nova-shaped and timeline XMLs validate against libvirt's schema"
+		ok "domxml: zeropin, anonymous, Nova-shaped, timeline and fast-firmware XMLs validate against libvirt's schema"
 	else
 		not_ok "domxml: XMLs validate against libvirt's schema" "invalid:$bad"
 	fi
