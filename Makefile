@@ -113,7 +113,7 @@ demo:
 bench:
 	scripts/install-deps
 	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
-	$(MAKE) tests
+	$(MAKE) qemu tests lab-userland
 	tests/bench/run $(LAB_SERIES)
 
 # A real host: the sources where DKMS wants them, then build and install

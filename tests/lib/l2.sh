@@ -7,17 +7,20 @@ STOCK=/opt/zeropin/qemu-stock/bin/qemu-system-x86_64
 PATCHED=/opt/zeropin/qemu-patched/bin/qemu-system-x86_64
 MOD=/lib/zeropin/zeropin.ko
 MNT=/mnt/zeropin-qemu
-GUEST_MIB=2048
+GUEST_MIB=${GUEST_MIB:-2048}
 
 # Load zeropin with a pool for the guest and mount zeropinfs; wait (90 s at
-# most) for the pool to hold the guest's RAM zeroed.
+# most) for the pool to hold the guest's RAM zeroed and to have nothing
+# left to zero (the last L2's pages, back in the pool), so that no zeroing
+# runs beside the next start.
 l2_setup() {
 	local i
 	[ -d /sys/module/zeropin ] || insmod "$MOD" pool_mib=$((GUEST_MIB + 64)) || return 1
 	mkdir -p "$MNT"
 	grep -q " $MNT zeropinfs " /proc/mounts || mount -t zeropinfs -o size=$((GUEST_MIB * 2))M none "$MNT" || return 1
 	for ((i = 0; i < 900; i++)); do
-		[ "$(cat /sys/kernel/zeropin/pool/zero_mib)" -ge "$GUEST_MIB" ] && return 0
+		[ "$(cat /sys/kernel/zeropin/pool/zero_mib)" -ge "$GUEST_MIB" ] &&
+			[ "$(cat /sys/kernel/zeropin/pool/dirty_mib)" = 0 ] && return 0
 		sleep 0.1
 	done
 	echo "# the pool did not zero $GUEST_MIB MiB in 90 s"
@@ -34,13 +37,105 @@ l2_require() {
 }
 
 # The arguments every L2 shares, into L2_BASE: TCG, q35, guest RAM on
-# zeropinfs ($MNT/l2-ram), no default devices, the console in
-# /tmp/l2.console.
+# zeropinfs ($MNT/l2-ram; anonymous with "l2_base_args anonymous", the
+# stock configuration), no default devices, the console in /tmp/l2.console.
 l2_base_args() {
-	L2_BASE=(-accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic
-		-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M"
-		-machine memory-backend=ram0 -serial file:/tmp/l2.console)
+	L2_BASE=(-accel tcg -machine q35 -m "$GUEST_MIB" -nodefaults -nographic -serial file:/tmp/l2.console)
+	[ "${1:-}" = anonymous ] && return
+	L2_BASE+=(-object "memory-backend-file,id=ram0,size=${GUEST_MIB}M,mem-path=$MNT/l2-ram,share=on,align=2M"
+		-machine memory-backend=ram0)
+}
+
+# The edu passed through and the L2 kernel booted through PVH, printing
+# its first line on the serial console early, into L2_KERNEL.
+l2_kernel_args() {
+	L2_KERNEL=(-device "vfio-pci,host=$EDU" -kernel /l2/vmlinux
+		-append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1')
+}
+
+# l2_timed_start QEMU MARK-FILE MARK ARGS...: start QEMU with ARGS paused
+# (-S; SeaBIOS's log, debugcon, in /tmp/l2.debugcon), resume it, wait
+# (the caller's FIRST_LINE_S at most) until MARK appears in MARK-FILE, then quit. Sets
+# READY_S (QEMU start until its monitor answers: realize, guest RAM mapped
+# for VFIO), RESUME_S (resume to MARK, empty when it never came) and ERR
+# (QEMU's stderr); removes the guest RAM file.
+l2_timed_start() {
+	local qemu="$1" markfile="$2" mark="$3" t0 t1 pid i
+	shift 3
+	rm -f /tmp/l2.console /tmp/l2.debugcon /tmp/l2.mon /tmp/l2.out "$MNT/l2-ram"
+	mkfifo /tmp/l2.mon
+	exec 3<>/tmp/l2.mon
+	t0=$EPOCHREALTIME
+	timeout $((FIRST_LINE_S + 60)) "$qemu" "$@" \
+		-chardev file,id=dbg,path=/tmp/l2.debugcon -device isa-debugcon,iobase=0x402,chardev=dbg \
+		-S -monitor stdio <&3 >/tmp/l2.out 2>/tmp/l2.err &
+	pid=$!
+	READY_S= RESUME_S=
+	# the monitor prints its prompt before the machine is built; it
+	# answers only from the main loop, once QEMU is ready
+	echo 'info status' >&3
+	for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
+		grep -q 'VM status' /tmp/l2.out 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.02
+	done
+	t1=$EPOCHREALTIME
+	READY_S=$(echo "$t1 - $t0" | bc)
+	echo cont >&3
+	for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
+		grep -q "$mark" "$markfile" 2>/dev/null && { RESUME_S=$(echo "$EPOCHREALTIME - $t1" | bc); break; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.02
+	done
+	echo quit >&3
+	wait "$pid"
+	exec 3>&-
+	ERR=$(grep -v 'no available reset mechanism' /tmp/l2.err)
+	rm -f "$MNT/l2-ram"
 }
 
 # The name of a QEMU build from its path: qemu-stock or qemu-patched.
 l2_flavour() { basename "$(dirname "$(dirname "$1")")"; }
+
+# --- VFIO ioctls, counted in the kernel ---
+VFIO_COUNT=/sys/kernel/tracing/instances/zeropin-l2
+MAP_DMA=0x3b71		# VFIO_IOMMU_MAP_DMA
+UNMAP_DMA=0x3b72	# VFIO_IOMMU_UNMAP_DMA
+
+# Record every MAP_DMA and UNMAP_DMA from now on, whichever driver serves
+# the container (stock type1 or zeropin): a kprobe on VFIO's container
+# ioctl (size read from the user's struct vfio_iommu_type1_dma_map), in a
+# tracefs instance of its own. Needs CONFIG_KPROBE_EVENTS.
+vfio_count_arm() {
+	local t=/sys/kernel/tracing
+	[ -e "$t/kprobe_events" ] || mount -t tracefs tracefs "$t" || return 1
+	grep -q zp_l2_ioctl "$t/kprobe_events" ||
+		echo 'p:zp_l2_ioctl vfio_fops_unl_ioctl cmd=%si:x32 size=+u24(%dx):u64' >>"$t/kprobe_events" || return 1
+	mkdir -p "$VFIO_COUNT"
+	echo "cmd == $MAP_DMA || cmd == $UNMAP_DMA" >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/filter" &&
+		echo 1 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/enable"
+}
+
+# Forget what was recorded so far.
+vfio_count_reset() { : >"$VFIO_COUNT/trace"; }
+
+# What was recorded since the last reset: VFIO_MAPS, VFIO_UNMAPS,
+# VFIO_MAP_MIB (MiB mapped).
+vfio_count_read() {
+	read -r VFIO_MAPS VFIO_UNMAPS VFIO_MAP_MIB <<<"$(awk -v map="$MAP_DMA" -v unmap="$UNMAP_DMA" '
+		/zp_l2_ioctl:/ {
+			cmd = $0; sub(/.*cmd=/, "", cmd); sub(/ .*/, "", cmd)
+			size = $0; sub(/.*size=/, "", size); sub(/ .*/, "", size)
+			if (cmd == map) { maps++; bytes += size } else if (cmd == unmap) unmaps++
+		}
+		END { printf "%d %d %d\n", maps, unmaps, bytes / 1048576 }' "$VFIO_COUNT/trace")"
+}
+
+# Stop recording and remove the kprobe.
+vfio_count_disarm() {
+	local t=/sys/kernel/tracing
+	[ -d "$VFIO_COUNT" ] || return 0
+	echo 0 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/enable"
+	rmdir "$VFIO_COUNT"
+	echo '-:zp_l2_ioctl' >>"$t/kprobe_events"
+}

@@ -40,55 +40,28 @@ make_mbr() {
 	printf '\x55\xaa' | dd of="$MBR" bs=1 seek=510 conv=notrunc status=none
 }
 
-# fw_run QEMU MARK-FILE MARK ARGS...: start QEMU paused (-S), resume it,
-# wait (FIRST_LINE_S at most) until MARK appears in MARK-FILE, then quit.
-# Sets READY_S (QEMU start to its monitor prompt), RESUME_S (resume to
-# MARK, empty when it never came), MENUS (SeaBIOS menu prompts),
-# TRACE (the patched build's trace), ERR (QEMU's stderr).
+# fw_run QEMU MARK-FILE MARK ARGS...: lib/l2.sh's timed start of the L2
+# (its arguments, the patched build's trace of what fast-firmware changed,
+# ARGS), then SeaBIOS's menu prompts into MENUS and the trace into TRACE.
 fw_run() {
-	local qemu="$1" markfile="$2" mark="$3" t0 t1 pid i
+	local qemu="$1" markfile="$2" mark="$3" trace=()
 	shift 3
-	rm -f /tmp/l2.console /tmp/l2.debugcon /tmp/l2.trace /tmp/l2.mon /tmp/l2.out "$MNT/l2-ram"
-	mkfifo /tmp/l2.mon
-	exec 3<>/tmp/l2.mon
+	rm -f /tmp/l2.trace
 	l2_base_args
-	local trace=()
 	[ "$qemu" = "$PATCHED" ] && trace=(-trace fw_cfg_fast_firmware -trace vfio_pci_rom_fast_firmware -D /tmp/l2.trace)
-	t0=$EPOCHREALTIME
-	timeout $((FIRST_LINE_S + 60)) "$qemu" "${L2_BASE[@]}" "${trace[@]}" \
-		-chardev file,id=dbg,path=/tmp/l2.debugcon -device isa-debugcon,iobase=0x402,chardev=dbg \
-		-S -monitor stdio "$@" <&3 >/tmp/l2.out 2>/tmp/l2.err &
-	pid=$!
-	READY_S= RESUME_S=
-	for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
-		grep -q '(qemu)' /tmp/l2.out 2>/dev/null && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.02
-	done
-	t1=$EPOCHREALTIME
-	READY_S=$(echo "$t1 - $t0" | bc)
-	echo cont >&3
-	for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
-		grep -q "$mark" "$markfile" 2>/dev/null && { RESUME_S=$(echo "$EPOCHREALTIME - $t1" | bc); break; }
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.02
-	done
-	echo quit >&3
-	wait "$pid"
-	exec 3>&-
+	l2_timed_start "$qemu" "$markfile" "$mark" "${L2_BASE[@]}" "${trace[@]}" "$@"
 	MENUS=$(grep -c "$MENU_PROMPT" /tmp/l2.debugcon 2>/dev/null)
 	TRACE=$(cat /tmp/l2.trace 2>/dev/null)
-	ERR=$(grep -v 'no available reset mechanism' /tmp/l2.err)
-	rm -f "$MNT/l2-ram"
-	echo "# $(l2_flavour "$qemu") $*: ready in $READY_S s, resume to '$mark' ${RESUME_S:-never} s, $MENUS menu prompts"
+	echo "# $(l2_flavour "$qemu") ${FW_LABEL:-$*}: ready in $READY_S s, resume to '$mark' ${RESUME_S:-never} s, $MENUS menu prompts"
 }
 
 # fw_kernel QEMU ARGS...: fw_run to the L2 kernel's first line.
 fw_kernel() {
 	local qemu="$1"
 	shift
-	fw_run "$qemu" /tmp/l2.console 'Linux version' -device "vfio-pci,host=$EDU" -kernel /l2/vmlinux \
-		-append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1' "$@"
+	l2_kernel_args
+	FW_LABEL="to the kernel, ${*:-defaults}"
+	fw_run "$qemu" /tmp/l2.console 'Linux version' "${L2_KERNEL[@]}" "$@"
 }
 
 test_stock_menu() {
@@ -130,6 +103,7 @@ $TRACE"
 
 test_fast_disk() {
 	make_mbr
+	FW_LABEL=
 	fw_run "$PATCHED" /tmp/l2.debugcon "$BOOT_SECTOR_MARK" -machine fast-firmware=on \
 		-drive "file=$MBR,format=raw,if=none,id=disk0" -device ide-hd,drive=disk0,bus=ide.0,bootindex=1 \
 		-device "vfio-pci,host=$EDU,bootindex=2"

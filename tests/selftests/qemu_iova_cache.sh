@@ -14,6 +14,10 @@
 #                               were mapped again with the same translation
 #   cache_off_is_stock          with iova-cache=off: the very same ioctls and
 #                               bytes as stock
+#   type1_patched_pins_ram_once the same on stock vfio_iommu_type1 (guest
+#                               RAM anonymous, zeropin not claiming type1v2;
+#                               kprobes on VFIO's container ioctl count):
+#                               stock re-pins, the series pins RAM once
 #   stock_decode_toggles_remap_bar, patched_decode_toggles_keep_bar
 #                               L2 runs to userspace (tests/nested/
 #                               l2_edu_init.c as /init): edu DMA into L2 RAM
@@ -29,6 +33,7 @@
 set -u
 FIRST_LINE_S=240	# nested TCG: QEMU launch, SeaBIOS, the PVH entry
 USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
+CLAIM=/sys/module/zeropin/parameters/claim_type1v2
 L2_INITRD=/tests/nested/l2-edu.cpio
 TOGGLES=8		# L2's memory decode off/on cycles
 TAP_PREFIX=qemu
@@ -109,6 +114,44 @@ $REPORT"
 	fi
 }
 
+# type1_counts QEMU DEVICE-OPTIONS: the L2 to its first line on stock
+# type1; sets TYPE1 to "MAP_DMA UNMAP_DMA MiB-mapped", empty when no
+# kernel line came, and REPORT.
+type1_counts() {
+	l2_base_args anonymous
+	vfio_count_reset
+	l2_timed_start "$1" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" -device "vfio-pci,host=$EDU$2" \
+		-kernel /l2/vmlinux -append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1'
+	vfio_count_read
+	REPORT=$ERR
+	TYPE1=
+	[ -z "$RESUME_S" ] || TYPE1="$VFIO_MAPS $VFIO_UNMAPS $VFIO_MAP_MIB"
+	echo "# $(l2_flavour "$1")$2 on type1: ${TYPE1:-no kernel line} (MAP_DMA UNMAP_DMA MiB)"
+}
+
+test_type1() {
+	local stock patched
+	if ! vfio_count_arm; then
+		ok "type1_patched_pins_ram_once # SKIP no kprobe events in this kernel"
+		return
+	fi
+	echo 0 >"$CLAIM"
+	type1_counts "$STOCK" ""
+	stock=$TYPE1
+	type1_counts "$PATCHED" ",iova-cache-report=on"
+	patched=$TYPE1
+	echo 1 >"$CLAIM"
+	vfio_count_disarm
+	set -- $stock $patched
+	if [ $# = 6 ] && [ "$3" -gt $((GUEST_MIB * 2)) ] && [ "$6" -le $((GUEST_MIB + 4)) ] &&
+		echo "$REPORT" | grep -q 'cache on;.* bytes re-pinned 0;'; then
+		ok type1_patched_pins_ram_once
+	else
+		not_ok type1_patched_pins_ram_once "stock: ${stock:-no kernel line}; patched: ${patched:-no kernel line} (MAP_DMA UNMAP_DMA MiB; patched at most $((GUEST_MIB + 4)) MiB)
+$REPORT"
+	fi
+}
+
 # run_l2_edu QEMU DEVICE-OPTIONS TRACE-EVENT: run the L2 to userspace with
 # l2_edu_init as /init, until it powers off; QEMU traces TRACE-EVENT (an
 # unmap: stock's listener delete, patched's ioctl) into /tmp/l2.trace. Sets
@@ -183,10 +226,11 @@ $REPORT"
 main() {
 	l2_require
 	echo "TAP version 13"
-	echo "1..5"
+	echo "1..6"
 	test_stock
 	test_patched
 	test_cache_off
+	test_type1
 	test_stock_toggles
 	test_patched_toggles
 	umount "$MNT" 2>/dev/null

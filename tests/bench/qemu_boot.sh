@@ -1,0 +1,87 @@
+#!/bin/bash
+# qemu_boot - the QEMU series' benchmark (make bench runs it in one 6.12 lab
+# boot that carries both QEMU builds): the L2 of lib/l2.sh (q35, SeaBIOS,
+# GUEST_MIB of RAM, the edu passed through) started paused, resumed and run
+# to its kernel's first line; stock and patched QEMU (the series with its
+# defaults and fast-firmware=on), each on zeropin (guest RAM on zeropinfs)
+# and on stock type1 (anonymous guest RAM, zeropin not claiming type1v2),
+# REPS times, round-robin.
+#
+# USAGE: (in the lab) qemu_boot [--reps N]                  [DEFAULT: 3]
+#
+# One JSON line per start:
+#   {"bench":"qemu_boot","kernel","qemu":"stock|patched","driver":
+#    "type1|zeropin","rep","guest_mib","map_ioctls","unmap_ioctls",
+#    "mib_mapped","map_ioctls_avoided","unmap_ioctls_avoided",
+#    "mib_map_avoided","init_ms","firmware_ms"}
+# map/unmap ioctls and MiB mapped: kprobes on VFIO's container ioctl (the
+# same count for every build and driver); *_avoided: the patched QEMU's own
+# report (iova-cache-report=on), null for stock; init_ms: QEMU start
+# until its monitor answers (realize, guest RAM mapped for VFIO);
+# firmware_ms: resume to the kernel's first line. Timings are TCG in TCG: compare within a run.
+set -u
+FIRST_LINE_S=600	# nested TCG, stock type1 re-pinning all of RAM 4 times
+TAP_PREFIX=qemu_boot
+. "$(dirname -- "$0")/../lib/tap.sh"
+. "$(dirname -- "$0")/../lib/l2.sh"
+CLAIM=/sys/module/zeropin/parameters/claim_type1v2
+REPS=3
+
+die() { echo "qemu_boot: $*" >&2; exit 1; }
+
+# One start; prints its JSON line.
+start_once() {
+	local qemu="$1" driver="$2" rep="$3" flavour opts="" ram="" report avoided
+	flavour=$(l2_flavour "$qemu")
+	flavour=${flavour#qemu-}
+	[ "$driver" = type1 ] && ram=anonymous
+	if [ "$driver" = zeropin ]; then echo 1 >"$CLAIM"; else echo 0 >"$CLAIM"; fi
+	[ "$flavour" = patched ] && opts=",iova-cache-report=on"
+	l2_base_args $ram
+	local fast=()
+	[ "$flavour" = patched ] && fast=(-machine fast-firmware=on)
+	vfio_count_reset
+	l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${fast[@]}" \
+		-device "vfio-pci,host=$EDU$opts" -kernel /l2/vmlinux \
+		-append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1'
+	[ -n "$RESUME_S" ] || die "$flavour on $driver: no kernel line in $FIRST_LINE_S s: $ERR"
+	vfio_count_read
+	report=$(echo "$ERR" | grep -m1 'vfio-iova-cache:')
+	avoided=null,null,null
+	[ -z "$report" ] || avoided=$(echo "$report" | sed -n \
+		's/.*map ioctls [0-9]* issued, \([0-9]*\) avoided; unmap ioctls [0-9]* issued, \([0-9]*\) avoided; bytes mapped [0-9]* issued, \([0-9]*\) avoided.*/\1,\2,\3/p' |
+		awk -F, '{ printf "%d,%d,%d", $1, $2, $3 / 1048576 }')
+	IFS=, read -r map_av unmap_av mib_av <<<"$avoided"
+	printf '{"bench":"qemu_boot","kernel":"%s","qemu":"%s","driver":"%s","rep":%d,"guest_mib":%d,' \
+		"$(uname -r | cut -d. -f1,2)" "$flavour" "$driver" "$rep" "$GUEST_MIB"
+	printf '"map_ioctls":%d,"unmap_ioctls":%d,"mib_mapped":%d,"map_ioctls_avoided":%s,' \
+		"$VFIO_MAPS" "$VFIO_UNMAPS" "$VFIO_MAP_MIB" "$map_av"
+	printf '"unmap_ioctls_avoided":%s,"mib_map_avoided":%s,"init_ms":%.0f,"firmware_ms":%.0f}\n' \
+		"$unmap_av" "$mib_av" "$(echo "$READY_S * 1000" | bc)" "$(echo "$RESUME_S * 1000" | bc)"
+}
+
+main() {
+	local rep q d
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--reps) REPS="$2"; shift 2 ;;
+		*) die "unknown option $1 (USAGE: qemu_boot [--reps N])" ;;
+		esac
+	done
+	[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps $REPS: want a number"
+	l2_require
+	vfio_count_arm || die "cannot put a kprobe on vfio_fops_unl_ioctl (CONFIG_KPROBE_EVENTS?)"
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for q in "$STOCK" "$PATCHED"; do
+			for d in type1 zeropin; do
+				l2_setup >/dev/null	# the pool idle before every start
+				start_once "$q" "$d" "$rep"
+			done
+		done
+	done
+	echo 1 >"$CLAIM"
+	vfio_count_disarm
+	umount "$MNT" 2>/dev/null
+}
+
+main "$@"
