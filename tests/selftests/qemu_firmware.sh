@@ -49,6 +49,7 @@ fw_run() {
 	local qemu="$1" markfile="$2" mark="$3" trace=()
 	shift 3
 	rm -f /tmp/l2.trace
+	l2_setup >/dev/null	# no zeroing of the last L2's RAM beside this start
 	l2_base_args
 	[ "$qemu" = "$PATCHED" ] && trace=(-trace x86_fw_cfg_fast_firmware -trace vfio_pci_rom_fast_firmware
 		-trace vfio_pci_size_rom -D /tmp/l2.trace)
