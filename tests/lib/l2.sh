@@ -58,7 +58,9 @@ l2_kernel_args() {
 # (the caller's FIRST_LINE_S at most) until MARK appears in MARK-FILE, then quit. Sets
 # READY_S (QEMU start until its monitor answers: realize, guest RAM mapped
 # for VFIO), RESUME_S (resume to MARK, empty when it never came) and ERR
-# (QEMU's stderr); removes the guest RAM file.
+# (QEMU's stderr); removes the guest RAM file. With L2_THEN set, it sends
+# that monitor command (system_reset, ...) once MARK came and waits until
+# QEMU has done it.
 l2_timed_start() {
 	local qemu="$1" markfile="$2" mark="$3" t0 t1 pid i
 	shift 3
@@ -87,6 +89,16 @@ l2_timed_start() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.02
 	done
+	if [ -n "${L2_THEN:-}" ] && [ -n "$RESUME_S" ]; then
+		# one monitor command after MARK, waited for by a second
+		# 'info status'
+		printf '%s\ninfo status\n' "$L2_THEN" >&3
+		for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
+			[ "$(grep -c 'VM status' /tmp/l2.out)" -ge 2 ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.02
+		done
+	fi
 	echo quit >&3
 	wait "$pid"
 	exec 3>&-
@@ -101,34 +113,41 @@ l2_flavour() { basename "$(dirname "$(dirname "$1")")"; }
 VFIO_COUNT=/sys/kernel/tracing/instances/zeropin-l2
 MAP_DMA=0x3b71		# VFIO_IOMMU_MAP_DMA
 UNMAP_DMA=0x3b72	# VFIO_IOMMU_UNMAP_DMA
+DEVICE_RESET=0x3b6f	# VFIO_DEVICE_RESET
 
 # Record every MAP_DMA and UNMAP_DMA from now on, whichever driver serves
 # the container (stock type1 or zeropin): a kprobe on VFIO's container
 # ioctl (size read from the user's struct vfio_iommu_type1_dma_map), in a
-# tracefs instance of its own. Needs CONFIG_KPROBE_EVENTS.
+# tracefs instance of its own; and every VFIO_DEVICE_RESET of a vfio-pci
+# device (a kprobe on vfio_pci_core_ioctl). Needs CONFIG_KPROBE_EVENTS.
 vfio_count_arm() {
 	local t=/sys/kernel/tracing
 	[ -e "$t/kprobe_events" ] || mount -t tracefs tracefs "$t" || return 1
 	grep -q zp_l2_ioctl "$t/kprobe_events" ||
 		echo 'p:zp_l2_ioctl vfio_fops_unl_ioctl cmd=%si:x32 size=+u24(%dx):u64' >>"$t/kprobe_events" || return 1
+	grep -q zp_l2_dev_ioctl "$t/kprobe_events" ||
+		echo 'p:zp_l2_dev_ioctl vfio_pci_core_ioctl cmd=%si:x32' >>"$t/kprobe_events" || return 1
 	mkdir -p "$VFIO_COUNT"
 	echo "cmd == $MAP_DMA || cmd == $UNMAP_DMA" >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/filter" &&
-		echo 1 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/enable"
+		echo "cmd == $DEVICE_RESET" >"$VFIO_COUNT/events/kprobes/zp_l2_dev_ioctl/filter" &&
+		echo 1 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/enable" &&
+		echo 1 >"$VFIO_COUNT/events/kprobes/zp_l2_dev_ioctl/enable"
 }
 
 # Forget what was recorded so far.
 vfio_count_reset() { : >"$VFIO_COUNT/trace"; }
 
 # What was recorded since the last reset: VFIO_MAPS, VFIO_UNMAPS,
-# VFIO_MAP_MIB (MiB mapped).
+# VFIO_MAP_MIB (MiB mapped), VFIO_RESETS (VFIO_DEVICE_RESET calls).
 vfio_count_read() {
-	read -r VFIO_MAPS VFIO_UNMAPS VFIO_MAP_MIB <<<"$(awk -v map="$MAP_DMA" -v unmap="$UNMAP_DMA" '
+	read -r VFIO_MAPS VFIO_UNMAPS VFIO_MAP_MIB VFIO_RESETS <<<"$(awk -v map="$MAP_DMA" -v unmap="$UNMAP_DMA" '
+		/zp_l2_dev_ioctl:/ { resets++ }
 		/zp_l2_ioctl:/ {
 			cmd = $0; sub(/.*cmd=/, "", cmd); sub(/ .*/, "", cmd)
 			size = $0; sub(/.*size=/, "", size); sub(/ .*/, "", size)
 			if (cmd == map) { maps++; bytes += size } else if (cmd == unmap) unmaps++
 		}
-		END { printf "%d %d %d\n", maps, unmaps, bytes / 1048576 }' "$VFIO_COUNT/trace")"
+		END { printf "%d %d %d %d\n", maps, unmaps, bytes / 1048576, resets }' "$VFIO_COUNT/trace")"
 }
 
 # Stop recording and remove the kprobe.
@@ -136,6 +155,8 @@ vfio_count_disarm() {
 	local t=/sys/kernel/tracing
 	[ -d "$VFIO_COUNT" ] || return 0
 	echo 0 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl/enable"
+	echo 0 >"$VFIO_COUNT/events/kprobes/zp_l2_dev_ioctl/enable"
 	rmdir "$VFIO_COUNT"
 	echo '-:zp_l2_ioctl' >>"$t/kprobe_events"
+	echo '-:zp_l2_dev_ioctl' >>"$t/kprobe_events"
 }
