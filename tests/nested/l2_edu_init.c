@@ -19,129 +19,28 @@
  * Kernel command line: l2edu.toggles=N  decode off/on cycles [DEFAULT: 8]
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/reboot.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "l2_init.h"
 #include "vfio_edu.h"		/* edu_find(), __edu_dma() on a BAR0 mmap */
-#include "zeropin.h"		/* pfn_of() */
 
-#define PCI_DEVICES	"/sys/bus/pci/devices"
-#define PCI_COMMAND	0x04
-#define PCI_CMD_MEMORY	0x2
-#define PCI_CMD_MASTER	0x4
 #define BAR0_SIZE	(1u << 20)
 #define LOW_ADDR	0xf0000		/* SeaBIOS, in the PAM area */
 #define DMA_LEN		EDU_DMA_MAX
 #define DEFAULT_TOGGLES	8
 #define EDU_ID		0x010000ed	/* what EDU_REG_ID reads */
 
-static int kmsg = -1;
 static struct edu edu;		/* only bar0 is used: no VFIO inside L2 */
-
-static void say(const char *fmt, ...)
-{
-	char line[256];
-	int n = snprintf(line, sizeof(line), "l2-edu: ");
-	va_list ap;
-
-	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	va_end(ap);
-	if (n >= (int)sizeof(line) - 1)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	if (kmsg < 0 || write(kmsg, line, n) != n)
-		fputs(line, stderr);
-}
-
-static void power_off(void)
-{
-	sync();
-	reboot(RB_POWER_OFF);
-	for (;;)
-		pause();
-}
-
-static void mounts(void)
-{
-	mkdir("/dev", 0755);
-	mkdir("/proc", 0755);
-	mkdir("/sys", 0755);
-	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
-	mount("proc", "/proc", "proc", 0, NULL);
-	mount("sysfs", "/sys", "sysfs", 0, NULL);
-	kmsg = open("/dev/kmsg", O_WRONLY);
-}
-
-static int toggles_wanted(void)
-{
-	char cmdline[4096] = "";
-	int fd = open("/proc/cmdline", O_RDONLY);
-	const char *p;
-
-	if (fd >= 0) {
-		if (read(fd, cmdline, sizeof(cmdline) - 1) < 0)
-			cmdline[0] = '\0';
-		close(fd);
-	}
-	p = strstr(cmdline, "l2edu.toggles=");
-	return p ? atoi(p + strlen("l2edu.toggles=")) : DEFAULT_TOGGLES;
-}
-
-/* L2's physical address of the edu's BAR0 (the resource file's first
- * field), 0 when unreadable. */
-static unsigned long bar0_address(const char *dev)
-{
-	char path[512];
-	unsigned long addr = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), PCI_DEVICES "/%s/resource", dev);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%lx", &addr) != 1)
-			addr = 0;
-		fclose(f);
-	}
-	return addr;
-}
-
-static int open_dev_file(const char *dev, const char *name, int flags)
-{
-	char path[512];
-
-	snprintf(path, sizeof(path), PCI_DEVICES "/%s/%s", dev, name);
-	return open(path, flags);
-}
-
-static int set_command(int config, uint16_t cmd)
-{
-	return pwrite(config, &cmd, sizeof(cmd), PCI_COMMAND) == sizeof(cmd) ? 0 : -errno;
-}
-
-/* L2 physical address of p (mapped and locked), or 0. */
-static uint64_t phys_of(const void *p)
-{
-	uint64_t pfn = pfn_of(p);
-
-	return pfn ? pfn * 4096 + (uintptr_t)p % 4096 : 0;
-}
 
 /* RAM -> device -> other RAM: the pattern must arrive intact. */
 static const char *check_ram(uint8_t *a, uint8_t *b)
 {
-	uint64_t pa = phys_of(a), pb = phys_of(b);
+	uint64_t pa = l2_phys_of(a), pb = l2_phys_of(b);
 	uint32_t i, seed = (uint32_t)time(NULL);
 
 	if (!pa || !pb)
@@ -158,7 +57,7 @@ static const char *check_ram(uint8_t *a, uint8_t *b)
 static const char *check_low(uint8_t *b)
 {
 	uint8_t want[DMA_LEN];
-	uint64_t pb = phys_of(b);
+	uint64_t pb = l2_phys_of(b);
 	int fd = open("/dev/mem", O_RDONLY);
 	ssize_t n = fd < 0 ? -1 : pread(fd, want, DMA_LEN, LOW_ADDR);
 
@@ -179,9 +78,9 @@ static void check_dma(const char *when, uint8_t *a, uint8_t *b)
 {
 	const char *why = check_ram(a, b);
 
-	say("dma %s ram %s%s", when, why ? "FAIL " : "ok", why ? why : "");
+	l2_say("dma %s ram %s%s", when, why ? "FAIL " : "ok", why ? why : "");
 	why = check_low(b);
-	say("dma %s low %s%s", when, why ? "FAIL " : "ok", why ? why : "");
+	l2_say("dma %s low %s%s", when, why ? "FAIL " : "ok", why ? why : "");
 }
 
 static int run(void)
@@ -189,41 +88,40 @@ static int run(void)
 	char dev[256];
 	uint16_t cmd = 0;
 	uint8_t *buf;
-	int config, res, i, n = toggles_wanted();
+	int config, res, i, n = l2_cmdline_int("l2edu.toggles", DEFAULT_TOGGLES);
 
 	if (edu_find(0, dev, sizeof(dev)))
-		return say("FAIL no edu device"), -1;
-	config = open_dev_file(dev, "config", O_RDWR);
-	res = open_dev_file(dev, "resource0", O_RDWR | O_SYNC);
+		return l2_say("FAIL no edu device"), -1;
+	config = l2_open_dev_file(dev, "config", O_RDWR);
+	res = l2_open_dev_file(dev, "resource0", O_RDWR | O_SYNC);
 	if (config < 0 || res < 0 || pread(config, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return say("FAIL cannot open %s's config or resource0", dev), -1;
-	if (set_command(config, cmd | PCI_CMD_MEMORY | PCI_CMD_MASTER))
-		return say("FAIL cannot enable %s", dev), -1;
+		return l2_say("FAIL cannot open %s's config or resource0", dev), -1;
+	if (l2_set_command(config, cmd | PCI_CMD_MEMORY | PCI_CMD_MASTER))
+		return l2_say("FAIL cannot enable %s", dev), -1;
 	edu.bar0 = mmap(NULL, BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, res, 0);
 	/* the edu answers its low registers only to 4-byte reads */
 	if (edu.bar0 == MAP_FAILED || *(volatile uint32_t *)(edu.bar0 + EDU_REG_ID) != EDU_ID)
-		return say("FAIL %s's BAR0 does not read as an edu", dev), -1;
-	say("bar0 %#lx", bar0_address(dev));
+		return l2_say("FAIL %s's BAR0 does not read as an edu", dev), -1;
+	l2_say("bar0 %#lx", l2_bar0_address(dev));
 	buf = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_LOCKED, -1, 0);
 	if (buf == MAP_FAILED)
-		return say("FAIL no buffer"), -1;
+		return l2_say("FAIL no buffer"), -1;
 	check_dma("before", buf, buf + 4096);
 	cmd |= PCI_CMD_MEMORY | PCI_CMD_MASTER;
 	for (i = 0; i < n; i++) {
-		if (set_command(config, cmd & ~PCI_CMD_MEMORY) || set_command(config, cmd))
-			return say("FAIL toggle %d", i), -1;
+		if (l2_set_command(config, cmd & ~PCI_CMD_MEMORY) || l2_set_command(config, cmd))
+			return l2_say("FAIL toggle %d", i), -1;
 	}
-	say("toggles %d done", n);
+	l2_say("toggles %d done", n);
 	check_dma("after", buf, buf + 4096);
 	return 0;
 }
 
 int main(void)
 {
-	mounts();
+	l2_mounts("l2-edu: ");
 	run();
-	say("done");
-	power_off();
-	return 0;
+	l2_say("done");
+	l2_power_off();
 }

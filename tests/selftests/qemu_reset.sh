@@ -13,32 +13,25 @@
 #                                   the L2 kernel still comes up
 #   patched_resets_on_system_reset  once the guest ran, a system_reset
 #                                   (monitor) resets the device as before
+#   vf_stock_resets_at_cold_start   the controller's SR-IOV VF (the GPU-P
+#   vf_patched_skips_cold_start_reset  stand-in) passed through instead,
+#                                   L2 running l2_nvme_init.c as /init: the
+#                                   same counts, zeropin's container maps
+#                                   L2's RAM, and the VF's DMA (Identify
+#                                   Controller into an L2 page) arrives
+#                                   intact in L2
 #
 # Each QEMU run has a deadline. Skips without the QEMU builds, the L2
-# kernel, the NVMe controller or kprobe events.
+# kernel, the NVMe controller or kprobe events; the VF cases fail when the
+# VF cannot be created.
 set -u
 FIRST_LINE_S=240	# nested TCG: QEMU launch, SeaBIOS, the PVH entry
 TAP_PREFIX=qemu_reset
 . "$(dirname -- "$0")/../lib/tap.sh"
 . "$(dirname -- "$0")/../lib/l2.sh"
-NVME_CLASS=0x010802
-
-# The NVMe controller's PCI address, or nothing.
-nvme_device() {
-	local d
-	for d in /sys/bus/pci/devices/*; do
-		[ "$(cat "$d/class")" = "$NVME_CLASS" ] && { echo "${d##*/}"; return; }
-	done
-}
-
-# Bind the controller to vfio-pci (it has no driver in the lab).
-nvme_to_vfio() {
-	local d="/sys/bus/pci/devices/$NVME"
-	echo "# echo vfio-pci > $d/driver_override"
-	echo vfio-pci >"$d/driver_override"
-	echo "$NVME" >/sys/bus/pci/drivers_probe
-	[ "$(basename "$(readlink "$d/driver")")" = vfio-pci ]
-}
+. "$(dirname -- "$0")/../lib/nvme.sh"
+USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
+L2_INITRD=/tests/nested/l2-nvme.cpio
 
 # reset_run QEMU [MONITOR-COMMAND]: the L2 with the controller passed
 # through, to its first line (then the monitor command); sets RESETS (the
@@ -92,17 +85,74 @@ $ERR"
 	fi
 }
 
+# vf_run QEMU: the L2 with the VF passed through, to the end of its
+# l2_nvme_init; sets RESETS, TRACE, MAPS (zeropin's MAP_DMA calls), L2_LOG
+# (l2_nvme_init's lines, or the console's end without them).
+vf_run() {
+	local qemu="$1" maps0 trace=()
+	rm -f /tmp/l2.trace /tmp/l2.console
+	[ "$qemu" = "$PATCHED" ] && trace=(-trace vfio_pci_reset_cold_skipped -D /tmp/l2.trace)
+	l2_setup >/dev/null
+	l2_base_args
+	vfio_count_reset
+	maps0=$(counter iommu_counters map_ioctls)
+	timeout "$USERSPACE_S" "$qemu" "${L2_BASE[@]}" "${trace[@]}" -monitor none -no-reboot \
+		-device "vfio-pci,host=$VF" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
+		-append 'console=ttyS0 panic=-1 rdinit=/init' </dev/null >/dev/null 2>/tmp/l2.err
+	vfio_count_read
+	RESETS=$VFIO_RESETS
+	MAPS=$(($(counter iommu_counters map_ioctls) - maps0))
+	TRACE=$(cat /tmp/l2.trace 2>/dev/null)
+	L2_LOG=$(tr -d '\r' </tmp/l2.console 2>/dev/null | grep -o 'l2-nvme: .*')
+	[ -n "$L2_LOG" ] || L2_LOG="(no l2-nvme line; the console's end:)
+$(tail -n 8 /tmp/l2.console 2>/dev/null)
+$(cat /tmp/l2.err)"
+	rm -f "$MNT/l2-ram"
+	echo "# $(l2_flavour "$qemu"), VF $VF: $RESETS VFIO_DEVICE_RESET, $MAPS MAP_DMA through zeropin"
+	echo "$L2_LOG" | sed 's/^/#   /'
+}
+
+# vf_check NAME WANT-RESETS [TRACE-LINE]
+vf_check() {
+	if [ "$RESETS" = "$2" ] && [ "$MAPS" -gt 0 ] &&
+		echo "$L2_LOG" | grep -q "^l2-nvme: identify ok sn=$NVME_SERIAL " &&
+		{ [ -z "${3:-}" ] || echo "$TRACE" | grep -q "$3"; }; then
+		ok "$1"
+	else
+		not_ok "$1" "VFIO_DEVICE_RESET: $RESETS (expected $2), MAP_DMA through zeropin: $MAPS
+$L2_LOG
+$TRACE"
+	fi
+}
+
+test_vf() {
+	local why
+	if ! VF=$(nvme_vf_create "$NVME" 2>/tmp/nvme_vf.err); then
+		why=$(cat /tmp/nvme_vf.err)
+		not_ok vf_stock_resets_at_cold_start "no VF: $why"
+		not_ok vf_patched_skips_cold_start_reset "no VF: $why"
+		return
+	fi
+	cat /tmp/nvme_vf.err
+	vf_run "$STOCK"
+	vf_check vf_stock_resets_at_cold_start 1
+	vf_run "$PATCHED"
+	vf_check vf_patched_skips_cold_start_reset 0 "vfio_pci_reset_cold_skipped $VF"
+	nvme_vf_remove "$NVME"
+}
+
 main() {
 	l2_require
 	NVME=$(nvme_device)
 	[ -n "$NVME" ] || skip_all "no NVMe controller in the lab (scripts/lab --nvme)"
-	nvme_to_vfio || skip_all "could not bind $NVME to vfio-pci"
+	pci_bind "$NVME" vfio-pci || skip_all "could not bind $NVME to vfio-pci"
 	vfio_count_arm || skip_all "no kprobe events in this kernel"
 	echo "TAP version 13"
-	echo "1..3"
+	echo "1..5"
 	test_stock
 	test_patched
 	test_patched_system_reset
+	test_vf
 	vfio_count_disarm
 	umount "$MNT" 2>/dev/null
 	[ "$FAILS" = 0 ]
