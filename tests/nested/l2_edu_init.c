@@ -8,19 +8,29 @@
  *     another page, and the BIOS area at 0xf0000 below 1 MiB (after
  *     SeaBIOS's PAM changes) compared with what /dev/mem reads there;
  *   - turns the edu's memory decode off and on N times;
- *   - checks DMA again, then powers L2 off.
+ *   - checks DMA again;
+ *   - moves the BAR: peer-to-peer DMA (the edu reading its own ID register
+ *     through L1's IOMMU at L2's BAR address) reads the ID before, reads
+ *     it at the new address after, and must not reach the device at the
+ *     old address any more: a mapping left there would be stale;
+ *   - powers L2 off.
  * It reports on the kernel log (L2's serial console), one line each:
  *   l2-edu: bar0 0xADDR
  *   l2-edu: dma before ram ok | dma before ram FAIL <why>
  *   l2-edu: dma before low ok | ...
  *   l2-edu: toggles N done
  *   l2-edu: dma after ram ok, dma after low ok
+ *   l2-edu: p2p before move ok | p2p before move FAIL <why>
+ *   l2-edu: bar moved 0xOLD -> 0xNEW
+ *   l2-edu: p2p after move ok | p2p after move FAIL <why>
  *   l2-edu: done
  * Kernel command line: l2edu.toggles=N  decode off/on cycles [DEFAULT: 8]
+ *                      l2edu.move=0|1   move the BAR       [DEFAULT: 1]
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -34,8 +44,13 @@
 #define DMA_LEN		EDU_DMA_MAX
 #define DEFAULT_TOGGLES	8
 #define EDU_ID		0x010000ed	/* what EDU_REG_ID reads */
+#define PCI_BAR0	0x10
+#define HOLE_START	0x80000000ul	/* no free BAR address below: RAM */
+#define P2P_FILL	0x5a5a5a5a	/* the edu's buffer before a P2P read */
 
 static struct edu edu;		/* only bar0 is used: no VFIO inside L2 */
+static int config = -1;		/* the edu's config space */
+static uint16_t cmd;		/* its command register: decode, master on */
 
 /* RAM -> device -> other RAM: the pattern must arrive intact. */
 static const char *check_ram(uint8_t *a, uint8_t *b)
@@ -83,12 +98,106 @@ static void check_dma(const char *when, uint8_t *a, uint8_t *b)
 	l2_say("dma %s low %s%s", when, why ? "FAIL " : "ok", why ? why : "");
 }
 
+/* What the edu reads at L2 address iova, 4 bytes peer-to-peer through
+ * L1's IOMMU, into val. Its buffer is filled first, so that a read that
+ * faults cannot return what a previous one left there. */
+static const char *p2p_read(uint64_t iova, uint8_t *a, uint8_t *b, uint32_t *val)
+{
+	uint64_t pa = l2_phys_of(a), pb = l2_phys_of(b);
+	uint32_t fill = P2P_FILL;
+
+	if (!pa || !pb)
+		return "no physical address in /proc/self/pagemap";
+	memcpy(a, &fill, 4);
+	memset(b, 0, 4);
+	if (__edu_dma(&edu, pa, 4, false) || __edu_dma(&edu, iova, 4, false) ||
+	    __edu_dma(&edu, pb, 4, true))
+		return "DMA timed out";
+	memcpy(val, b, 4);
+	return NULL;
+}
+
+/* True when no resource in /proc/iomem but the PCI bus windows overlaps
+ * [addr, addr + BAR0_SIZE). */
+static int range_free(uint64_t addr)
+{
+	FILE *f = fopen("/proc/iomem", "r");
+	unsigned long start, end;
+	char line[256];
+	int unclaimed = f != NULL;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "PCI Bus") || sscanf(line, " %lx-%lx", &start, &end) != 2)
+			continue;
+		if (start < addr + BAR0_SIZE && end >= addr)
+			unclaimed = 0;
+	}
+	if (f)
+		fclose(f);
+	return unclaimed;
+}
+
+/* Move BAR0 below old, to a BAR0_SIZE-aligned range nothing claims, with
+ * memory decode off meanwhile (what a guest's PCI code does); map it
+ * there through /dev/mem, as the kernel's resource0 still names the old
+ * address. The new address, or 0 and the reason in why. */
+static uint64_t move_bar(uint64_t old, const char **why)
+{
+	uint64_t new = old - BAR0_SIZE;
+	uint32_t reg;
+	int mem;
+
+	while (new >= HOLE_START && !range_free(new))
+		new -= BAR0_SIZE;
+	if (new < HOLE_START)
+		return *why = "no free range for the BAR", 0;
+	reg = (uint32_t)new;
+	if (l2_set_command(config, cmd & ~PCI_CMD_MEMORY) ||
+	    pwrite(config, &reg, 4, PCI_BAR0) != 4 || l2_set_command(config, cmd))
+		return *why = "cannot write the BAR", 0;
+	mem = open("/dev/mem", O_RDWR | O_SYNC);
+	edu.bar0 = mem < 0 ? MAP_FAILED :
+		mmap(NULL, BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mem, new);
+	if (edu.bar0 == MAP_FAILED || *(volatile uint32_t *)(edu.bar0 + EDU_REG_ID) != EDU_ID)
+		return *why = "the edu does not answer at the new address", 0;
+	return new;
+}
+
+/* P2P reads the edu's ID at its BAR; after a move, at the new address
+ * and not at the old one. */
+static void check_move(uint8_t *a, uint8_t *b, uint64_t old)
+{
+	const char *why;
+	uint32_t val = 0;
+	uint64_t new;
+
+	why = p2p_read(old + EDU_REG_ID, a, b, &val);
+	if (!why && val != EDU_ID)
+		why = "the BAR is not mapped for peer-to-peer";
+	l2_say("p2p before move %s%s", why ? "FAIL " : "ok", why ? why : "");
+	if (why)
+		return;
+	new = move_bar(old, &why);
+	if (new)
+		l2_say("bar moved %#lx -> %#lx", (unsigned long)old, (unsigned long)new);
+	if (!why) {
+		why = p2p_read(new + EDU_REG_ID, a, b, &val);
+		if (!why && val != EDU_ID)
+			why = "the BAR is not mapped at its new address";
+	}
+	if (!why) {
+		why = p2p_read(old + EDU_REG_ID, a, b, &val);
+		if (!why && val == EDU_ID)
+			why = "the old address still reaches the BAR: a stale mapping";
+	}
+	l2_say("p2p after move %s%s", why ? "FAIL " : "ok", why ? why : "");
+}
+
 static int run(void)
 {
 	char dev[256];
-	uint16_t cmd = 0;
 	uint8_t *buf;
-	int config, res, i, n = l2_cmdline_int("l2edu.toggles", DEFAULT_TOGGLES);
+	int res, i, n = l2_cmdline_int("l2edu.toggles", DEFAULT_TOGGLES);
 
 	if (edu_find(0, dev, sizeof(dev)))
 		return l2_say("FAIL no edu device"), -1;
@@ -96,7 +205,8 @@ static int run(void)
 	res = l2_open_dev_file(dev, "resource0", O_RDWR | O_SYNC);
 	if (config < 0 || res < 0 || pread(config, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
 		return l2_say("FAIL cannot open %s's config or resource0", dev), -1;
-	if (l2_set_command(config, cmd | PCI_CMD_MEMORY | PCI_CMD_MASTER))
+	cmd |= PCI_CMD_MEMORY | PCI_CMD_MASTER;
+	if (l2_set_command(config, cmd))
 		return l2_say("FAIL cannot enable %s", dev), -1;
 	edu.bar0 = mmap(NULL, BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, res, 0);
 	/* the edu answers its low registers only to 4-byte reads */
@@ -108,13 +218,14 @@ static int run(void)
 	if (buf == MAP_FAILED)
 		return l2_say("FAIL no buffer"), -1;
 	check_dma("before", buf, buf + 4096);
-	cmd |= PCI_CMD_MEMORY | PCI_CMD_MASTER;
 	for (i = 0; i < n; i++) {
 		if (l2_set_command(config, cmd & ~PCI_CMD_MEMORY) || l2_set_command(config, cmd))
 			return l2_say("FAIL toggle %d", i), -1;
 	}
 	l2_say("toggles %d done", n);
 	check_dma("after", buf, buf + 4096);
+	if (l2_cmdline_int("l2edu.move", 1))
+		check_move(buf, buf + 4096, l2_bar0_address(dev));
 	return 0;
 }
 
