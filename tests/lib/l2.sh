@@ -60,7 +60,8 @@ l2_kernel_args() {
 # for VFIO), RESUME_S (resume to MARK, empty when it never came) and ERR
 # (QEMU's stderr); removes the guest RAM file. With L2_THEN set, it sends
 # that monitor command (system_reset, ...) once MARK came and waits until
-# QEMU has done it.
+# QEMU has done it; with L2_UNTIL set too, then until that appears in
+# MARK-FILE (FIRST_LINE_S at most).
 l2_timed_start() {
 	local qemu="$1" markfile="$2" mark="$3" t0 t1 pid i
 	shift 3
@@ -95,6 +96,11 @@ l2_timed_start() {
 		printf '%s\ninfo status\n' "$L2_THEN" >&3
 		for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
 			[ "$(grep -c 'VM status' /tmp/l2.out)" -ge 2 ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.02
+		done
+		for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
+			[ -z "${L2_UNTIL:-}" ] || grep -q "$L2_UNTIL" "$markfile" 2>/dev/null && break
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.02
 		done

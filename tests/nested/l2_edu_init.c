@@ -13,6 +13,10 @@
  *     through L1's IOMMU at L2's BAR address) reads the ID before, reads
  *     it at the new address after, and must not reach the device at the
  *     old address any more: a mapping left there would be stale;
+ *   - with a DIMM: DMA round trip through it, then waits for the test in L1
+ *     to unplug it (the monitor's device_del; L2's kernel, with
+ *     memhp_default_state=offline, ejects it), and checks the device can
+ *     no longer reach it;
  *   - powers L2 off.
  * It reports on the kernel log (L2's serial console), one line each:
  *   l2-edu: bar0 0xADDR
@@ -23,14 +27,20 @@
  *   l2-edu: p2p before move ok | p2p before move FAIL <why>
  *   l2-edu: bar moved 0xOLD -> 0xNEW
  *   l2-edu: p2p after move ok | p2p after move FAIL <why>
+ *   l2-edu: dimm before unplug ok | dimm before unplug FAIL <why>
+ *   l2-edu: waiting for unplug
+ *   l2-edu: dimm after unplug ok | dimm after unplug FAIL <why>
  *   l2-edu: done
  * Kernel command line: l2edu.toggles=N  decode off/on cycles [DEFAULT: 8]
  *                      l2edu.move=0|1   move the BAR       [DEFAULT: 1]
+ *                      l2edu.dimm=ADDR  a DIMM's (one memory block's)
+ *                                       L2 physical address [DEFAULT: none]
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -47,6 +57,9 @@
 #define PCI_BAR0	0x10
 #define HOLE_START	0x80000000ul	/* no free BAR address below: RAM */
 #define P2P_FILL	0x5a5a5a5a	/* the edu's buffer before a P2P read */
+#define MEMORY_SYSFS	"/sys/devices/system/memory"
+#define UNPLUG_WAIT_S	600		/* the test in L1 unplugs, L2 ejects */
+#define GONE_WAIT_S	30		/* QEMU drops it after L2's eject */
 
 static struct edu edu;		/* only bar0 is used: no VFIO inside L2 */
 static int config = -1;		/* the edu's config space */
@@ -193,6 +206,69 @@ static void check_move(uint8_t *a, uint8_t *b, uint64_t old)
 	l2_say("p2p after move %s%s", why ? "FAIL " : "ok", why ? why : "");
 }
 
+/* RAM a -> device -> the DIMM at addr; the edu's buffer refilled; the DIMM
+ * -> device -> RAM b: the pattern must come back. */
+static const char *dimm_roundtrip(uint64_t addr, uint8_t *a, uint8_t *b)
+{
+	uint64_t pa = l2_phys_of(a), pb = l2_phys_of(b);
+	uint32_t i, seed = (uint32_t)time(NULL);
+
+	if (!pa || !pb)
+		return "no physical address in /proc/self/pagemap";
+	for (i = 0; i < DMA_LEN; i++)
+		a[i] = (uint8_t)(seed + i * 137u);
+	memset(b, 0xee, DMA_LEN);
+	if (__edu_dma(&edu, pa, DMA_LEN, false) || __edu_dma(&edu, addr, DMA_LEN, true) ||
+	    __edu_dma(&edu, pb, DMA_LEN, false) || __edu_dma(&edu, addr, DMA_LEN, false) ||
+	    __edu_dma(&edu, pb, DMA_LEN, true))
+		return "DMA timed out";
+	return memcmp(a, b, DMA_LEN) ? "data differs" : NULL;
+}
+
+/* The sysfs memory block holding addr: present (1) or gone (0). */
+static int memory_block_present(uint64_t addr)
+{
+	char path[128], buf[32] = "";
+	unsigned long long block;
+	int fd = open(MEMORY_SYSFS "/block_size_bytes", O_RDONLY);
+
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+		block = 128ull << 20;
+	else
+		block = strtoull(buf, NULL, 16);
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), MEMORY_SYSFS "/memory%llu", addr / block);
+	return access(path, F_OK) == 0;
+}
+
+/* DMA through the DIMM at addr, its unplug awaited, then no DMA reaches it:
+ * after L2 ejected it, QEMU must have taken the mapping out (the round
+ * trip fails) within GONE_WAIT_S. */
+static void check_dimm(uint64_t addr, uint8_t *a, uint8_t *b)
+{
+	const char *why = dimm_roundtrip(addr, a, b);
+	int i;
+
+	l2_say("dimm before unplug %s%s", why ? "FAIL " : "ok", why ? why : "");
+	if (why || !memory_block_present(addr)) {
+		if (!why)
+			l2_say("dimm before unplug FAIL no memory block at %#llx", (unsigned long long)addr);
+		return;
+	}
+	l2_say("waiting for unplug");
+	for (i = 0; i < UNPLUG_WAIT_S * 10 && memory_block_present(addr); i++)
+		usleep(100000);
+	if (memory_block_present(addr)) {
+		l2_say("dimm after unplug FAIL never unplugged");
+		return;
+	}
+	for (i = 0; i < GONE_WAIT_S && !dimm_roundtrip(addr, a, b); i++)
+		sleep(1);
+	why = i < GONE_WAIT_S ? NULL : "the device still reaches the DIMM's memory: a stale mapping";
+	l2_say("dimm after unplug %s%s", why ? "FAIL " : "ok", why ? why : "");
+}
+
 static int run(void)
 {
 	char dev[256];
@@ -226,6 +302,8 @@ static int run(void)
 	check_dma("after", buf, buf + 4096);
 	if (l2_cmdline_int("l2edu.move", 1))
 		check_move(buf, buf + 4096, l2_bar0_address(dev));
+	if (l2_cmdline_ull("l2edu.dimm", 0))
+		check_dimm(l2_cmdline_ull("l2edu.dimm", 0), buf, buf + 4096);
 	return 0;
 }
 

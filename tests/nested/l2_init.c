@@ -55,7 +55,7 @@ void l2_mounts(const char *prefix)
 	kmsg = open("/dev/kmsg", O_WRONLY);
 }
 
-int l2_cmdline_int(const char *name, int def)
+unsigned long long l2_cmdline_ull(const char *name, unsigned long long def)
 {
 	char cmdline[4096] = "", key[128];
 	int fd = open("/proc/cmdline", O_RDONLY);
@@ -68,7 +68,7 @@ int l2_cmdline_int(const char *name, int def)
 	}
 	snprintf(key, sizeof(key), "%s=", name);
 	p = strstr(cmdline, key);
-	return p ? atoi(p + strlen(key)) : def;
+	return p ? strtoull(p + strlen(key), NULL, 0) : def;
 }
 
 int l2_open_dev_file(const char *dev, const char *name, int flags)

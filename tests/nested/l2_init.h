@@ -21,8 +21,13 @@
 void l2_mounts(const char *prefix);
 /* One report line on the kernel log (stderr before l2_mounts()). */
 void l2_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The integer after NAME= on the kernel command line, or DEFAULT. */
-int l2_cmdline_int(const char *name, int def);
+/* The integer after NAME= on the kernel command line (decimal, or hex
+ * with 0x), or DEFAULT. */
+unsigned long long l2_cmdline_ull(const char *name, unsigned long long def);
+static inline int l2_cmdline_int(const char *name, int def)
+{
+	return (int)l2_cmdline_ull(name, (unsigned long long)def);
+}
 /* open() of the PCI device DEV's sysfs file NAME. */
 int l2_open_dev_file(const char *dev, const char *name, int flags);
 /* L2's physical address of DEV's BAR0 (its resource file), 0 if unknown. */

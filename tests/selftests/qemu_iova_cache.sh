@@ -32,6 +32,13 @@
 #                               at the old one (no stale mapping), which
 #                               costs the patched run its one BAR unmap
 #                               and one parking without reuse
+#   stock_dimm_unplug_leaves_no_mapping, patched_dimm_unplug_leaves_no_mapping
+#                               L2 with a DIMM on zeropinfs beside its RAM:
+#                               edu DMA through it, then the monitor's
+#                               device_del and L2's eject; the device must
+#                               fault on its address afterwards (L2 sees
+#                               the data not come back, L1's IOMMU reports
+#                               the fault)
 #
 # Each QEMU run has a deadline. Skips when the lab carries no QEMU builds
 # (tests/run-selftests adds them to one 6.12 boot) or no L2 kernel.
@@ -41,6 +48,8 @@ USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
 CLAIM=/sys/module/zeropin/parameters/claim_type1v2
 L2_INITRD=/tests/nested/l2-edu.cpio
 TOGGLES=8		# L2's memory decode off/on cycles
+DIMM_ADDR=0x100000000	# the hot-pluggable area's start (4 GiB), above L2's RAM
+DIMM_MIB=128		# one memory block of L2's
 TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
 . "$(dirname -- "$0")/../lib/l2.sh"
@@ -239,16 +248,63 @@ $REPORT"
 	echo "$REPORT" | sed 's/^/# /'
 }
 
+# dimm_run QEMU DEVICE-OPTIONS: the L2 with a DIMM_MIB DIMM on zeropinfs
+# at DIMM_ADDR, l2_edu_init as /init (no toggles, no BAR move); once it has
+# DMA'd through the DIMM, the monitor unplugs it, and L2 checks the device
+# no longer reaches it. Sets L2_LOG, DIMM_FAULTS (L1's IOMMU faults at
+# DIMM_ADDR), ERR; prints them.
+dimm_run() {
+	local qemu="$1" log_start
+	l2_setup >/dev/null
+	l2_base_args
+	log_start=$(dmesg | wc -l)
+	FIRST_LINE_S=$USERSPACE_S L2_THEN="device_del dimm0" L2_UNTIL='l2-edu: done' \
+		l2_timed_start "$qemu" /tmp/l2.console 'l2-edu: waiting for unplug' "${L2_BASE[@]}" \
+		-m "$GUEST_MIB,slots=1,maxmem=$((GUEST_MIB + DIMM_MIB))M" \
+		-object "memory-backend-file,id=dimm0mem,size=${DIMM_MIB}M,mem-path=$MNT/l2-dimm,share=on" \
+		-device "pc-dimm,id=dimm0,memdev=dimm0mem,addr=$DIMM_ADDR" \
+		-device "vfio-pci,host=$EDU$2" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
+		-append "console=ttyS0 panic=-1 rdinit=/init memhp_default_state=offline l2edu.toggles=0 l2edu.move=0 l2edu.dimm=$DIMM_ADDR"
+	rm -f "$MNT/l2-dimm"
+	DIMM_FAULTS=$(dmesg | tail -n "+$((log_start + 1))" | grep -c "DMAR: .*fault addr $DIMM_ADDR ")
+	L2_LOG=$(tr -d '\r' </tmp/l2.console 2>/dev/null | grep -o 'l2-edu: .*')
+	[ -n "$L2_LOG" ] || L2_LOG="(no l2-edu line; the console's end:)
+$(tail -n 8 /tmp/l2.console 2>/dev/null)"
+	echo "# $(l2_flavour "$qemu")$2, DIMM at $DIMM_ADDR: $DIMM_FAULTS IOMMU faults there after its unplug"
+	echo "$L2_LOG" | sed 's/^/#   /'
+}
+
+# dimm_check NAME
+dimm_check() {
+	if echo "$L2_LOG" | grep -q '^l2-edu: dimm before unplug ok$' &&
+		echo "$L2_LOG" | grep -q '^l2-edu: dimm after unplug ok$' && [ "$DIMM_FAULTS" -ge 1 ]; then
+		ok "$1"
+	else
+		not_ok "$1" "IOMMU faults at the DIMM's address after its unplug: $DIMM_FAULTS (expected >= 1)
+$L2_LOG
+$ERR"
+	fi
+}
+
+test_dimm_unplug() {
+	dimm_run "$STOCK" ""
+	dimm_check stock_dimm_unplug_leaves_no_mapping
+	dimm_run "$PATCHED" ",iova-cache-report=on"
+	dimm_check patched_dimm_unplug_leaves_no_mapping
+	echo "$ERR" | sed 's/^/# /'
+}
+
 main() {
 	l2_require
 	echo "TAP version 13"
-	echo "1..6"
+	echo "1..8"
 	test_stock
 	test_patched
 	test_cache_off
 	test_type1
 	test_stock_toggles
 	test_patched_toggles
+	test_dimm_unplug
 	umount "$MNT" 2>/dev/null
 	[ "$FAILS" = 0 ]
 }
