@@ -5,18 +5,21 @@
 # to its kernel's first line; stock and patched QEMU (the series with its
 # defaults and fast-firmware=on), each on zeropin (guest RAM on zeropinfs)
 # and on stock type1 (anonymous guest RAM, zeropin not claiming type1v2),
-# REPS times, round-robin.
+# and without the device ("none": guest RAM on zeropinfs, no VFIO - the
+# same VM as a CPU VM, what a GPU VM's start is compared with), REPS times,
+# round-robin.
 #
 # USAGE: (in the lab) qemu_boot [--reps N]                  [DEFAULT: 3]
 #
 # One JSON line per start:
 #   {"bench":"qemu_boot","kernel","qemu":"stock|patched","driver":
-#    "type1|zeropin","rep","guest_mib","map_ioctls","unmap_ioctls",
+#    "none|type1|zeropin","rep","guest_mib","map_ioctls","unmap_ioctls",
 #    "mib_mapped","map_ioctls_avoided","unmap_ioctls_avoided",
 #    "mib_map_avoided","init_ms","firmware_ms"}
 # map/unmap ioctls and MiB mapped: kprobes on VFIO's container ioctl (the
 # same count for every build and driver); *_avoided: the patched QEMU's own
-# report (iova-cache-report=on), null for stock; init_ms: QEMU start
+# report (iova-cache-report=on), null for stock and without the device;
+# init_ms: QEMU start
 # until its monitor answers (realize, guest RAM mapped for VFIO);
 # firmware_ms: resume to the kernel's first line. Timings are TCG in TCG: compare within a run.
 set -u
@@ -31,19 +34,25 @@ die() { echo "qemu_boot: $*" >&2; exit 1; }
 
 # One start; prints its JSON line.
 start_once() {
-	local qemu="$1" driver="$2" rep="$3" flavour opts="" ram="" report avoided
+	local qemu="$1" driver="$2" rep="$3" flavour ram="" report avoided opts="" fast=() claim=1
 	flavour=$(l2_flavour "$qemu")
 	flavour=${flavour#qemu-}
-	[ "$driver" = type1 ] && ram=anonymous
-	if [ "$driver" = zeropin ]; then echo 1 >"$CLAIM"; else echo 0 >"$CLAIM"; fi
-	[ "$flavour" = patched ] && opts=",iova-cache-report=on"
+	if [ "$driver" = type1 ]; then
+		ram=anonymous
+		claim=0
+	fi
+	echo "# echo $claim > $CLAIM"
+	echo "$claim" >"$CLAIM"
+	if [ "$flavour" = patched ]; then
+		opts=",iova-cache-report=on"
+		fast=(-machine fast-firmware=on)
+	fi
 	l2_base_args $ram
-	local fast=()
-	[ "$flavour" = patched ] && fast=(-machine fast-firmware=on)
+	l2_kernel_args "$EDU" "$opts"
+	# no device: the same VM as a CPU VM, the baseline of a GPU VM's start
+	[ "$driver" = none ] && L2_KERNEL=(-kernel /l2/vmlinux -append "$L2_CMDLINE")
 	vfio_count_reset
-	l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${fast[@]}" \
-		-device "vfio-pci,host=$EDU$opts" -kernel /l2/vmlinux \
-		-append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1'
+	l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${fast[@]}" "${L2_KERNEL[@]}"
 	[ -n "$RESUME_S" ] || die "$flavour on $driver: no kernel line in $FIRST_LINE_S s: $ERR"
 	vfio_count_read
 	report=$(echo "$ERR" | grep -m1 'vfio-iova-cache:')
@@ -73,7 +82,7 @@ main() {
 	vfio_count_arm || die "cannot put a kprobe on vfio_fops_unl_ioctl (CONFIG_KPROBE_EVENTS?)"
 	for ((rep = 1; rep <= REPS; rep++)); do
 		for q in "$STOCK" "$PATCHED"; do
-			for d in type1 zeropin; do
+			for d in none type1 zeropin; do
 				l2_setup >/dev/null	# the pool idle before every start
 				start_once "$q" "$d" "$rep"
 			done

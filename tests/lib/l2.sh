@@ -46,12 +46,30 @@ l2_base_args() {
 		-machine memory-backend=ram0)
 }
 
-# The edu passed through and the L2 kernel booted through PVH, printing
-# its first line on the serial console early, into L2_KERNEL.
+# The L2 kernel's command line: its first line on the serial console early.
+L2_CMDLINE='console=ttyS0 earlyprintk=serial,ttyS0 panic=-1'
+
+# l2_kernel_args [HOST [DEVICE-OPTIONS]]: the device HOST (default: the
+# edu) passed through with DEVICE-OPTIONS (",iova-cache=off", ...) and the
+# L2 kernel booted through PVH with L2_CMDLINE, into L2_KERNEL.
 l2_kernel_args() {
-	L2_KERNEL=(-device "vfio-pci,host=$EDU" -kernel /l2/vmlinux
-		-append 'console=ttyS0 earlyprintk=serial,ttyS0 panic=-1')
+	L2_KERNEL=(-device "vfio-pci,host=${1:-$EDU}${2:-}" -kernel /l2/vmlinux -append "$L2_CMDLINE")
 }
+
+# l2_wait_for PID COMMAND...: until COMMAND succeeds, PID exits or the
+# caller's FIRST_LINE_S seconds pass (wall time: TCG slows every poll);
+# status 0 only when COMMAND succeeded.
+l2_wait_for() {
+	local pid="$1" end=$((SECONDS + FIRST_LINE_S))
+	shift
+	until "$@" 2>/dev/null; do
+		kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.02
+	done
+}
+
+# The monitor (its output in /tmp/l2.out) has answered 'info status' N times.
+monitor_answered() { [ "$(grep -c 'VM status' /tmp/l2.out)" -ge "$1" ]; }
 
 # l2_timed_start QEMU MARK-FILE MARK ARGS...: start QEMU with ARGS paused
 # (-S; SeaBIOS's log, debugcon, in /tmp/l2.debugcon), resume it, wait
@@ -61,15 +79,15 @@ l2_kernel_args() {
 # (QEMU's stderr); removes the guest RAM file. With L2_THEN set, it sends
 # that monitor command (system_reset, ...) once MARK came and waits until
 # QEMU has done it; with L2_UNTIL set too, then until that appears in
-# MARK-FILE (FIRST_LINE_S at most).
+# MARK-FILE (FIRST_LINE_S at most each).
 l2_timed_start() {
-	local qemu="$1" markfile="$2" mark="$3" t0 t1 pid i
+	local qemu="$1" markfile="$2" mark="$3" t0 t1 pid
 	shift 3
 	rm -f /tmp/l2.console /tmp/l2.debugcon /tmp/l2.mon /tmp/l2.out "$MNT/l2-ram"
 	mkfifo /tmp/l2.mon
 	exec 3<>/tmp/l2.mon
 	t0=$EPOCHREALTIME
-	timeout $((FIRST_LINE_S + 60)) "$qemu" "$@" \
+	timeout $((FIRST_LINE_S * 3 + 60)) "$qemu" "$@" \
 		-chardev file,id=dbg,path=/tmp/l2.debugcon -device isa-debugcon,iobase=0x402,chardev=dbg \
 		-S -monitor stdio <&3 >/tmp/l2.out 2>/tmp/l2.err &
 	pid=$!
@@ -77,33 +95,17 @@ l2_timed_start() {
 	# the monitor prints its prompt before the machine is built; it
 	# answers only from the main loop, once QEMU is ready
 	echo 'info status' >&3
-	for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
-		grep -q 'VM status' /tmp/l2.out 2>/dev/null && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.02
-	done
+	l2_wait_for "$pid" monitor_answered 1
 	t1=$EPOCHREALTIME
 	READY_S=$(echo "$t1 - $t0" | bc)
 	echo cont >&3
-	for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
-		grep -q "$mark" "$markfile" 2>/dev/null && { RESUME_S=$(echo "$EPOCHREALTIME - $t1" | bc); break; }
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.02
-	done
+	l2_wait_for "$pid" grep -q "$mark" "$markfile" && RESUME_S=$(echo "$EPOCHREALTIME - $t1" | bc)
 	if [ -n "${L2_THEN:-}" ] && [ -n "$RESUME_S" ]; then
 		# one monitor command after MARK, waited for by a second
 		# 'info status'
 		printf '%s\ninfo status\n' "$L2_THEN" >&3
-		for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
-			[ "$(grep -c 'VM status' /tmp/l2.out)" -ge 2 ] && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.02
-		done
-		for ((i = 0; i < FIRST_LINE_S * 50; i++)); do
-			[ -z "${L2_UNTIL:-}" ] || grep -q "$L2_UNTIL" "$markfile" 2>/dev/null && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.02
-		done
+		l2_wait_for "$pid" monitor_answered 2
+		[ -z "${L2_UNTIL:-}" ] || l2_wait_for "$pid" grep -q "$L2_UNTIL" "$markfile"
 	fi
 	echo quit >&3
 	wait "$pid"

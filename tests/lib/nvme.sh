@@ -10,6 +10,13 @@ NVME_MODULES=/lib/modules/lab/nvme
 NVME_VIRT_MGMT=/tests/tools/nvme_virt_mgmt
 NVME_SERIAL=zeropin-lab		# scripts/lab's serial=
 NVME_VF_CNTLID=1		# the PF is controller 0 of its subsystem
+# Virtualization Management (NVMe 1.4, 5.22): resource types and actions
+VQ=0 VI=1			# queues, interrupts
+PRIMARY_FLEXIBLE=1 SECONDARY_ASSIGN=8 SECONDARY_ONLINE=9
+# what scripts/lab gives the VF: sriov_vq_flexible=2 (admin and one I/O
+# queue), sriov_vi_flexible=1
+NVME_VF_QUEUES=2
+NVME_VF_INTERRUPTS=1
 
 # The NVMe controller's (the PF's) PCI address, or nothing.
 nvme_device() {
@@ -56,37 +63,71 @@ virt_mgmt() {
 	"$NVME_VIRT_MGMT" "$@"
 }
 
-# nvme_vf_create PF: the PF on the nvme driver, its flexible resources
-# moved to one VF that is online and bound to vfio-pci. Prints the VF's
-# PCI address; non-zero (with the reason on stderr) when a step failed.
-nvme_vf_create() {
-	local pf="$1" d="/sys/bus/pci/devices/$1" ctrl m vf
+# Load the nvme driver (staged by scripts/lab) and its dependencies.
+nvme_modules_load() {
+	local m
 	[ -x "$NVME_VIRT_MGMT" ] && [ -s "$NVME_MODULES/order" ] || { echo "no nvme modules or nvme_virt_mgmt in the lab" >&2; return 1; }
-	[ -r "$d/sriov_totalvfs" ] && [ "$(cat "$d/sriov_totalvfs")" -ge 1 ] || { echo "$pf has no SR-IOV" >&2; return 1; }
 	while read -r m; do
 		[ -d "/sys/module/$(echo "${m%.ko}" | tr - _)" ] || insmod "$NVME_MODULES/$m" || return 1
 	done <"$NVME_MODULES/order"
+}
+
+# Unload them again, in reverse order (those something else uses stay).
+nvme_modules_unload() {
+	local m
+	[ -s "$NVME_MODULES/order" ] || return 0
+	for m in $(awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }' "$NVME_MODULES/order"); do
+		[ ! -d "/sys/module/$(echo "${m%.ko}" | tr - _)" ] || rmmod "${m%.ko}" 2>/dev/null
+	done
+	return 0
+}
+
+# nvme_primary_release PF CTRL: the primary keeps no flexible queues or
+# interrupts, and a function reset makes that take effect (the VF can
+# have them only then); prints the controller's /dev name again.
+nvme_primary_release() {
+	virt_mgmt "$2" 0 "$VI" "$PRIMARY_FLEXIBLE" 0 >&2 &&
+		virt_mgmt "$2" 0 "$VQ" "$PRIMARY_FLEXIBLE" 0 >&2 || return 1
+	echo "# echo 1 > /sys/bus/pci/devices/$1/reset" >&2
+	echo 1 >"/sys/bus/pci/devices/$1/reset" && nvme_ctrl_live "$1" ||
+		{ echo "$1: not live after its reset" >&2; return 1; }
+}
+
+# nvme_vf_online CTRL: the VF's queues and interrupt assigned, then online.
+nvme_vf_online() {
+	virt_mgmt "$1" "$NVME_VF_CNTLID" "$VI" "$SECONDARY_ASSIGN" "$NVME_VF_INTERRUPTS" >&2 &&
+		virt_mgmt "$1" "$NVME_VF_CNTLID" "$VQ" "$SECONDARY_ASSIGN" "$NVME_VF_QUEUES" >&2 &&
+		virt_mgmt "$1" "$NVME_VF_CNTLID" "$VQ" "$SECONDARY_ONLINE" 0 >&2
+}
+
+# nvme_vf_create PF: the PF on the nvme driver, its flexible resources
+# moved to one VF that is online and bound to vfio-pci (no driver probes
+# it first: sriov_drivers_autoprobe off meanwhile). Prints the VF's PCI
+# address; non-zero (with the reason on stderr) when a step failed.
+nvme_vf_create() {
+	local pf="$1" d="/sys/bus/pci/devices/$1" ctrl vf
+	[ -r "$d/sriov_totalvfs" ] && [ "$(cat "$d/sriov_totalvfs")" -ge 1 ] || { echo "$pf has no SR-IOV" >&2; return 1; }
+	nvme_modules_load || return 1
 	pci_bind "$pf" nvme >&2 && ctrl=$(nvme_ctrl_live "$pf") || { echo "$pf: no live controller on nvme" >&2; return 1; }
-	# the primary's flexible interrupts and queues released, then an FLR
-	# to make that take effect
-	virt_mgmt "$ctrl" 0 1 1 0 >&2 && virt_mgmt "$ctrl" 0 0 1 0 >&2 || return 1
-	echo 1 >"$d/reset" && ctrl=$(nvme_ctrl_live "$pf") || { echo "$pf: not live after its reset" >&2; return 1; }
+	ctrl=$(nvme_primary_release "$pf" "$ctrl") || return 1
 	echo 0 >"$d/sriov_drivers_autoprobe"
 	echo "# echo 1 > $d/sriov_numvfs" >&2
 	echo 1 >"$d/sriov_numvfs" || return 1
-	virt_mgmt "$ctrl" "$NVME_VF_CNTLID" 1 8 1 >&2 &&
-		virt_mgmt "$ctrl" "$NVME_VF_CNTLID" 0 8 2 >&2 &&
-		virt_mgmt "$ctrl" "$NVME_VF_CNTLID" 0 9 0 >&2 || return 1
+	nvme_vf_online "$ctrl" || return 1
 	vf=$(basename "$(readlink "$d/virtfn0")")
 	pci_bind "$vf" vfio-pci >&2 || { echo "$vf did not bind to vfio-pci" >&2; return 1; }
 	echo "$vf"
 }
 
-# nvme_vf_remove PF: the VF gone, the PF without a driver again.
+# nvme_vf_remove PF: whatever nvme_vf_create got to undone - the VF gone
+# (QEMU's controller takes it offline with it), the PF without a driver,
+# autoprobe back on, the nvme driver unloaded.
 nvme_vf_remove() {
-	local d="/sys/bus/pci/devices/$1" vf
-	vf=$(basename "$(readlink "$d/virtfn0" 2>/dev/null)" 2>/dev/null)
+	local d="/sys/bus/pci/devices/$1" vf=""
+	[ ! -e "$d/virtfn0" ] || vf=$(basename "$(readlink "$d/virtfn0")")
 	[ -z "$vf" ] || pci_unbind "$vf"
 	[ ! -w "$d/sriov_numvfs" ] || echo 0 >"$d/sriov_numvfs"
+	[ ! -w "$d/sriov_drivers_autoprobe" ] || echo 1 >"$d/sriov_drivers_autoprobe"
 	pci_unbind "$1"
+	nvme_modules_unload
 }

@@ -29,3 +29,13 @@ edu_device() {
 		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x11e8 ] && { echo "${d##*/}"; return; }
 	done
 }
+
+# kmsg_mark: put a line of its own into the kernel log and print it;
+# kmsg_since MARK: the kernel log after it. (A line count taken before
+# would miss lines once the log's ring wraps.)
+kmsg_mark() {
+	local mark="zeropin-test-mark $$ $RANDOM $SECONDS"
+	echo "$mark" >/dev/kmsg
+	echo "$mark"
+}
+kmsg_since() { dmesg | awk -v m="$1" 'seen; index($0, m) { seen = 1 }'; }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -143,4 +144,12 @@ uint64_t l2_phys_of(const void *p)
 	uint64_t pfn = pfn_of(p);
 
 	return pfn ? pfn * 4096 + (uintptr_t)p % 4096 : 0;
+}
+
+void *l2_dma_pages(unsigned int n)
+{
+	void *p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_LOCKED, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
 }

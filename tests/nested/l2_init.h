@@ -39,6 +39,9 @@ int l2_enable_device(const char *dev);
 /* The first PCI device whose class register reads CLASS ("0x010802"):
  * its name into dev; 0, or -1 when there is none. */
 int l2_find_class(const char *class, char *dev, size_t len);
+/* n pages of anonymous memory, populated and locked (their physical
+ * addresses stay put for DMA), or NULL. */
+void *l2_dma_pages(unsigned int n);
 /* L2 physical address of p (mapped and locked), or 0. */
 uint64_t l2_phys_of(const void *p);
 /* sync, power off, never return. */

@@ -143,6 +143,8 @@ static const char *identify(struct sqe *sq, volatile struct cqe *cq, uint8_t *id
 	wr32(REG_DOORBELL + 4, 1);		/* CQ 0 head */
 	if (cq->status >> 1)
 		return "the command failed (NVMe status)";
+	if (cq->cid != 1 || cq->sq_head != 1)
+		return "the completion is not the command's";
 	if (id[ID_SN] == PATTERN || id[ID_SN] == 0)
 		return "no serial arrived in L2 RAM";
 	return NULL;
@@ -153,23 +155,26 @@ static int run(void)
 	char dev[256], sn[21];
 	uint8_t *mem;
 	const char *why;
-	int res;
+	int res, config, i;
 
 	if (l2_find_class(NVME_CLASS, dev, sizeof(dev)))
 		return l2_say("FAIL no NVMe device"), -1;
 	res = l2_open_dev_file(dev, "resource0", O_RDWR | O_SYNC);
-	if (res < 0 || l2_enable_device(dev) < 0)
+	config = l2_enable_device(dev);
+	if (res < 0 || config < 0)
 		return l2_say("FAIL cannot open or enable %s", dev), -1;
+	close(config);
 	bar0 = mmap(NULL, BAR0_MAP, PROT_READ | PROT_WRITE, MAP_SHARED, res, 0);
 	if (bar0 == MAP_FAILED)
 		return l2_say("FAIL cannot map %s's BAR0", dev), -1;
 	l2_say("bar0 %#lx", l2_bar0_address(dev));
 	/* one page each: SQ, CQ, the Identify data */
-	mem = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_LOCKED, -1, 0);
-	if (mem == MAP_FAILED)
+	mem = l2_dma_pages(3);
+	if (!mem)
 		return l2_say("FAIL no buffer"), -1;
 	memset(mem, 0, 2 * 4096);
+	if (!l2_phys_of(mem) || !l2_phys_of(mem + 4096))
+		return l2_say("identify FAIL no physical address in /proc/self/pagemap"), -1;
 	why = enable(l2_phys_of(mem), l2_phys_of(mem + 4096));
 	if (!why)
 		why = identify((struct sqe *)mem, (volatile struct cqe *)(mem + 4096), mem + 8192);
@@ -177,8 +182,8 @@ static int run(void)
 		return l2_say("identify FAIL %s (CSTS %#x)", why, rd32(REG_CSTS)), -1;
 	memcpy(sn, mem + 8192 + ID_SN, 20);
 	sn[20] = '\0';
-	for (res = 19; res >= 0 && sn[res] == ' '; res--)
-		sn[res] = '\0';
+	for (i = 19; i >= 0 && sn[i] == ' '; i--)
+		sn[i] = '\0';
 	l2_say("identify ok sn=%s cntlid=%u", sn,
 	       (unsigned int)(mem[8192 + ID_CNTLID] | mem[8192 + ID_CNTLID + 1] << 8));
 	wr32(REG_CC, 0);
