@@ -30,6 +30,16 @@ edu_device() {
 	done
 }
 
+# The PCI addresses of the GPU stand-ins (ivshmem, scripts/lab --gpu), one
+# per line.
+gpu_devices() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1af4:0x1110 ] && echo "${d##*/}"
+	done
+	return 0
+}
+
 # kmsg_mark: put a line of its own into the kernel log and print it;
 # kmsg_since MARK: the kernel log after it. (A line count taken before
 # would miss lines once the log's ring wraps.)

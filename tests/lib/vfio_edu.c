@@ -39,15 +39,15 @@ static int read_hex(const char *dir, const char *name, unsigned long *val)
 	return ok ? 0 : -EINVAL;
 }
 
-static bool is_edu(const char *dir)
+static bool is_pci_id(const char *dir, unsigned long vendor, unsigned long device)
 {
-	unsigned long vendor, device;
+	unsigned long v, d;
 
-	return !read_hex(dir, "vendor", &vendor) && vendor == EDU_VENDOR &&
-	       !read_hex(dir, "device", &device) && device == EDU_DEVICE;
+	return !read_hex(dir, "vendor", &v) && v == vendor &&
+	       !read_hex(dir, "device", &d) && d == device;
 }
 
-int edu_find(int index, char *bdf, size_t len)
+int pci_find(unsigned long vendor, unsigned long device, int index, char *bdf, size_t len)
 {
 	struct dirent **names;
 	char dir[PATH_MAX];
@@ -58,13 +58,19 @@ int edu_find(int index, char *bdf, size_t len)
 		return -errno;
 	for (i = 0; i < n; i++) {
 		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", names[i]->d_name);
-		if (names[i]->d_name[0] != '.' && is_edu(dir) && ++found == index)
+		if (names[i]->d_name[0] != '.' && is_pci_id(dir, vendor, device) &&
+		    ++found == index)
 			snprintf(bdf, len, "%s", names[i]->d_name);
 	}
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	return found >= index ? 0 : -ENODEV;
+}
+
+int edu_find(int index, char *bdf, size_t len)
+{
+	return pci_find(EDU_VENDOR, EDU_DEVICE, index, bdf, len);
 }
 
 int edu_count(void)
@@ -145,26 +151,32 @@ void edu_init(struct edu *e)
 	e->group = e->device = -1;
 }
 
-int __edu_open(struct edu *e, int index)
+int vfio_group_open(const char *bdf, int *group_id, int *group)
 {
 	struct vfio_group_status status = { .argsz = sizeof(status) };
 	char path[64];
+
+	*group_id = group_of(bdf);
+	if (*group_id < 0)
+		return *group_id;
+	snprintf(path, sizeof(path), "/dev/vfio/%d", *group_id);
+	*group = open(path, O_RDWR | O_CLOEXEC);
+	if (*group < 0)
+		return -errno;
+	if (ioctl(*group, VFIO_GROUP_GET_STATUS, &status))
+		return -errno;
+	return (status.flags & VFIO_GROUP_FLAGS_VIABLE) ? 0 : -EBUSY;
+}
+
+int __edu_open(struct edu *e, int index)
+{
 	int ret;
 
 	edu_init(e);
 	ret = edu_find(index, e->bdf, sizeof(e->bdf));
 	if (ret)
 		return ret;
-	e->group_id = group_of(e->bdf);
-	if (e->group_id < 0)
-		return e->group_id;
-	snprintf(path, sizeof(path), "/dev/vfio/%d", e->group_id);
-	e->group = open(path, O_RDWR | O_CLOEXEC);
-	if (e->group < 0)
-		return -errno;
-	if (ioctl(e->group, VFIO_GROUP_GET_STATUS, &status))
-		return -errno;
-	return (status.flags & VFIO_GROUP_FLAGS_VIABLE) ? 0 : -EBUSY;
+	return vfio_group_open(e->bdf, &e->group_id, &e->group);
 }
 
 void edu_open(struct edu *e, int index)
@@ -175,9 +187,14 @@ void edu_open(struct edu *e, int index)
 		test_fail("open edu group", ret);
 }
 
+int __vfio_group_attach(int group, int container)
+{
+	return ioctl(group, VFIO_GROUP_SET_CONTAINER, &container) ? -errno : 0;
+}
+
 int __edu_attach(struct edu *e, int container)
 {
-	return ioctl(e->group, VFIO_GROUP_SET_CONTAINER, &container) ? -errno : 0;
+	return __vfio_group_attach(e->group, container);
 }
 
 void edu_attach(struct edu *e, int container)
@@ -188,8 +205,7 @@ void edu_attach(struct edu *e, int container)
 		test_fail("VFIO_GROUP_SET_CONTAINER", ret);
 }
 
-static int region_info(int device, unsigned int index,
-		       struct vfio_region_info *info)
+int vfio_region_info(int device, unsigned int index, struct vfio_region_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->argsz = sizeof(*info);
@@ -197,14 +213,14 @@ static int region_info(int device, unsigned int index,
 	return ioctl(device, VFIO_DEVICE_GET_REGION_INFO, info) ? -errno : 0;
 }
 
-static int enable_bus_master(struct edu *e)
+int __vfio_pci_command(int device, uint64_t config_offset, uint16_t set, uint16_t clear)
 {
 	uint16_t cmd;
 
-	if (pread(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
+	if (pread(device, &cmd, sizeof(cmd), config_offset + PCI_COMMAND) != sizeof(cmd))
 		return -EIO;
-	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
-	if (pwrite(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
+	cmd = (cmd | set) & ~clear;
+	if (pwrite(device, &cmd, sizeof(cmd), config_offset + PCI_COMMAND) != sizeof(cmd))
 		return -EIO;
 	return 0;
 }
@@ -218,9 +234,9 @@ int __edu_get_device(struct edu *e)
 	e->device = ioctl(e->group, VFIO_GROUP_GET_DEVICE_FD, e->bdf);
 	if (e->device < 0)
 		return -errno;
-	ret = region_info(e->device, VFIO_PCI_BAR0_REGION_INDEX, &bar);
+	ret = vfio_region_info(e->device, VFIO_PCI_BAR0_REGION_INDEX, &bar);
 	if (!ret)
-		ret = region_info(e->device, VFIO_PCI_CONFIG_REGION_INDEX, &cfg);
+		ret = vfio_region_info(e->device, VFIO_PCI_CONFIG_REGION_INDEX, &cfg);
 	if (ret)
 		return ret;
 	if (!(bar.flags & VFIO_REGION_INFO_FLAG_MMAP))
@@ -233,7 +249,8 @@ int __edu_get_device(struct edu *e)
 	e->config_offset = cfg.offset;
 	if (*(volatile uint32_t *)(e->bar0 + EDU_REG_ID) >> 16 != 0x0100)
 		return -ENODEV;
-	return enable_bus_master(e);
+	return __vfio_pci_command(e->device, e->config_offset,
+				  PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER, 0);
 }
 
 void edu_get_device(struct edu *e)

@@ -50,6 +50,20 @@ struct edu {
 	uint64_t config_offset;		/* config space offset in the device fd */
 };
 
+/* The index-th PCI device with this vendor:device id (in address order);
+ * -ENODEV when there are fewer. */
+int pci_find(unsigned long vendor, unsigned long device, int index, char *bdf, size_t len);
+/* Open the VFIO group of PCI device bdf; -EBUSY when it is not viable. */
+int vfio_group_open(const char *bdf, int *group_id, int *group);
+/* VFIO_GROUP_SET_CONTAINER. */
+int __vfio_group_attach(int group, int container);
+/* Set, then clear, bits of a vfio-pci device's PCI command register
+ * (memory decode, bus mastering) through its config region. vfio-pci zaps
+ * every mmap of its BARs when memory decode goes off. */
+int __vfio_pci_command(int device, uint64_t config_offset, uint16_t set, uint16_t clear);
+/* VFIO_DEVICE_GET_REGION_INFO of one region, without capabilities. */
+int vfio_region_info(int device, unsigned int index, struct vfio_region_info *info);
+
 /* Number of edu devices bound to vfio-pci. */
 int edu_count(void);
 /* Fill bdf with the index-th edu in sorted PCI order; 0 or -ENODEV. */

@@ -156,20 +156,6 @@ TEST_F(p2p, bar_mapping_gone_means_no_more_dma)
 	EXPECT_EQ(size, unmapped);
 }
 
-/* Memory decode of e on or off through its config space; vfio-pci zaps
- * every mmap of its BARs when it goes off. */
-static int __memory_decode(struct edu *e, bool on)
-{
-	uint16_t cmd;
-
-	if (pread(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
-		return -errno;
-	cmd = on ? cmd | PCI_COMMAND_MEMORY : cmd & ~PCI_COMMAND_MEMORY;
-	if (pwrite(e->device, &cmd, sizeof(cmd), e->config_offset + PCI_COMMAND) != sizeof(cmd))
-		return -errno;
-	return 0;
-}
-
 TEST_F(p2p, bar_mapping_survives_zaps_that_keep_it)
 {
 	size_t size = self->edu[1].bar0_size;
@@ -181,8 +167,10 @@ TEST_F(p2p, bar_mapping_survives_zaps_that_keep_it)
 	ASSERT_EQ(0, __vfio_map(self->container, bar, IOVA_BAR, size, RW));
 	EXPECT_EQ(EDU_ID, peer_read32(_metadata, &self->edu[0], self->ram.addr, IOVA_BAR));
 	EXPECT_EQ(-1, madvise(bar, size, MADV_DONTNEED));	/* EINVAL on PFNMAP */
-	ASSERT_EQ(0, __memory_decode(&self->edu[1], false));
-	ASSERT_EQ(0, __memory_decode(&self->edu[1], true));
+	ASSERT_EQ(0, __vfio_pci_command(self->edu[1].device, self->edu[1].config_offset, 0,
+						PCI_COMMAND_MEMORY));
+	ASSERT_EQ(0, __vfio_pci_command(self->edu[1].device, self->edu[1].config_offset,
+						PCI_COMMAND_MEMORY, 0));
 	EXPECT_EQ(EDU_ID, *(volatile uint32_t *)bar);	/* faults back in */
 	EXPECT_EQ(EDU_ID, peer_read32(_metadata, &self->edu[0], self->ram.addr, IOVA_BAR));
 	if (variant->driver == DRIVER_ZEROPIN)
