@@ -19,6 +19,7 @@
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 #include <linux/vfio.h>
+#include <linux/vfio_pci_core.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "zeropin supports Linux 6.1 and newer (Debian 12: 6.1 and 6.12)"
@@ -209,6 +210,65 @@ static inline int zp_follow_pfnmap(struct vm_area_struct *vma, unsigned long add
 	}
 	pte_unmap_unlock(ptep, ptl);
 	return ret;
+#endif
+}
+
+/* --- the VFIO device behind a device file ---
+ * 6.1 keeps the device itself in the file's private data; since 6.2 it is
+ * a struct vfio_device_file (drivers/vfio/vfio.h, private: declared here
+ * under our name, checked against the kernel by scripts/check-vfio-abi).
+ * A VFIO file that backs a vma is a device file (group and container files
+ * have no mmap), but group files are ruled out by name as well. The
+ * caller keeps file open (a vma's, under the mmap lock): the device lives
+ * as long. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define ZP_VFIO_HAS_DEVICE_FILE 1
+struct zp_vfio_device_file {
+	struct vfio_device *device;	/* the kernel's first member */
+};
+#endif
+
+static inline struct vfio_device *zp_vfio_file_device(struct file *file)
+{
+	if (!zp_file_is_vfio(file) || vfio_file_is_group(file))
+		return NULL;
+#ifdef ZP_VFIO_HAS_DEVICE_FILE
+	return ((struct zp_vfio_device_file *)file->private_data)->device;
+#else
+	return file->private_data;
+#endif
+}
+
+/* --- a vfio-pci BAR mmap: its pfns follow from the BAR ---
+ * vfio_pci_core_mmap() maps a BAR linearly. 6.1 rewrites vm_pgoff to the
+ * BAR's first pfn plus the page offset (and its first fault fills the
+ * whole vma with 4 KiB PTEs); 6.12 keeps VFIO's region encoding, index <<
+ * (VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT) | page offset, and computes each
+ * fault's pfn from the BAR's resource. Either way the pfn at any address
+ * is known without a fault or a page-table walk. The kernels between
+ * (not supported) say no here and take the walk. Returns the BAR's first
+ * pfn and the page offset into it of vma->vm_start; -ENODEV when vma's
+ * pfn layout is not known this way. */
+static inline int zp_vfio_pci_vma_bar(struct vm_area_struct *vma, struct pci_dev *pdev,
+				      unsigned int *index, unsigned long *offset)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+	*index = vma->vm_pgoff >> (VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT);
+	*offset = vma->vm_pgoff & ((1UL << (VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT)) - 1);
+	return *index < PCI_STD_NUM_BARS ? 0 : -ENODEV;
+#elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+	for (*index = 0; *index < PCI_STD_NUM_BARS; (*index)++) {
+		unsigned long first = pci_resource_start(pdev, *index) >> PAGE_SHIFT;
+
+		if (pci_resource_len(pdev, *index) && vma->vm_pgoff >= first) {
+			*offset = vma->vm_pgoff - first;
+			if (*offset < PFN_UP(pci_resource_len(pdev, *index)))
+				return 0;
+		}
+	}
+	return -ENODEV;
+#else
+	return -ENODEV;
 #endif
 }
 

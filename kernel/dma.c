@@ -17,7 +17,7 @@
  * (zp_dma_mmio_gone()), and the IOVA stays reserved, unmapped, until
  * UNMAP_DMA. A zap that leaves a vfio-pci BAR mapping in place (a device
  * reset, memory decode off) keeps the IOMMU mapping, as type1 does: the
- * mapping holds the device file, so the device cannot change hands, the
+ * user's BAR mmap holds the device file, so the device cannot change hands, the
  * same pfns come back on the next access, and QEMU sees no change. Any
  * other PFNMAP (a GPU driver's VRAM mmap, say) may come back with other
  * pfns after a zap, so there a zap revokes too.
@@ -27,12 +27,23 @@
  * revocation callback runs inside reclaim and under the mmap_lock, so it
  * takes only zp_container.revoke_lock, under which nothing may enter
  * reclaim: the standard mmu_interval_notifier pattern. A watched mapping
- * looks up its pfns after mmu_interval_read_begin(), then, under
- * revoke_lock, checks mmu_interval_read_retry() and writes the IOMMU with
- * atomic allocations (a BAR is a few large runs: a handful of page-table
- * pages), so the callback never returns while the IOMMU still maps what
- * it revoked. Mappings without MMIO are never watched and are written
- * without revoke_lock, with ordinary allocations.
+ * looks up its pfns after mmu_interval_read_begin(). Where its MMIO is all
+ * vfio-pci BARs whose device files the pin holds (the usual case), it is
+ * written outside revoke_lock with ordinary, accounted allocations (a
+ * 64 GiB BAR at an IOVA only 4 KiB-congruent to it needs 128 MiB of IOMMU
+ * page tables) and taken out again if revoked meanwhile; holding the files
+ * keeps the devices from being released, so in between the IOMMU reaches
+ * only the user's own BARs (zp_dma_map_held()). Otherwise, under
+ * revoke_lock, it checks mmu_interval_read_retry() and writes the IOMMU
+ * without sleeping (GFP_NOWAIT, accounted), so the callback never returns
+ * while the IOMMU still maps what it revoked. Mappings without MMIO are
+ * never watched and are written without revoke_lock. A domain that joins
+ * later gets watched mappings under revoke_lock, GFP_NOWAIT, as the pin's
+ * files are long dropped: a huge BAR at a non-congruent IOVA may fail
+ * that attach with -ENOMEM under memory pressure. On 6.1 the gfp is only
+ * a wish: its iommu_map() allocates GFP_KERNEL, iommu_map_atomic()
+ * GFP_ATOMIC, and VT-d's page tables are GFP_ATOMIC and unaccounted
+ * either way, as they are for type1.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": dma: " fmt
 
@@ -162,7 +173,7 @@ static void zp_count_chunk_entries(struct zp_domain *d, dma_addr_t iova,
 	unsigned int i;
 
 	for (i = 0; i < chunk->nr; i++) {
-		size_t len = chunk->run[i].npages << PAGE_SHIFT;
+		size_t len = zp_run_bytes(&chunk->run[i]);
 
 		zp_count_entries(iova, PFN_PHYS(chunk->run[i].pfn), len,
 				 d->domain->pgsize_bitmap);
@@ -177,7 +188,7 @@ static unsigned int zp_chunk_nents(struct zp_run_chunk *chunk, size_t *bytes)
 
 	*bytes = 0;
 	for (i = 0; i < chunk->nr; i++) {
-		size_t len = chunk->run[i].npages << PAGE_SHIFT;
+		size_t len = zp_run_bytes(&chunk->run[i]);
 
 		nents += DIV_ROUND_UP(len, ZP_SG_MAX_BYTES);
 		*bytes += len;
@@ -195,36 +206,69 @@ static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
 	return false;
 }
 
-/* A chunk with MMIO runs (no struct page for a scatterlist), or one of a
- * watched mapping (atomic allocations: no scatterlist table): one
- * iommu_map() per run. Few mappings hold BARs, so this path stays rare. */
+/* Largest piece of a run one iommu_map() writes where it may sleep: a
+ * 64 GiB BAR at an IOVA only 4 KiB-congruent to it is 16 M entries; a GiB
+ * (256 K entries at worst, one 1 GiB entry at best) between reschedules
+ * and fatal-signal checks keeps a map of any size preemptible and
+ * killable. IOVA-aligned, so no piece costs a larger entry. */
+#define ZP_MAP_STEP	(1UL << 30)
+
+/* One run at iova: in ZP_MAP_STEP pieces where gfp may sleep (-EINTR on a
+ * fatal signal), at once where it may not. Nothing stays mapped on error. */
+static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run *run,
+		      int prot, gfp_t gfp)
+{
+	size_t len = zp_run_bytes(run), done = 0, n;
+	bool may_sleep = gfpflags_allow_blocking(gfp);
+	int ret = 0;
+
+	while (!ret && done < len) {
+		n = may_sleep ? min_t(size_t, len - done,
+				      ZP_MAP_STEP - ((iova + done) & (ZP_MAP_STEP - 1))) :
+				len;
+		ret = zp_iommu_map(d->domain, iova + done, PFN_PHYS(run->pfn) + done, n,
+				   prot | IOMMU_CACHE, gfp);
+		zp_stat_inc(iommu_map_calls);
+		if (!ret)
+			done += n;
+		if (!ret && may_sleep && done < len) {
+			cond_resched();
+			if (fatal_signal_pending(current))
+				ret = -EINTR;
+		}
+	}
+	if (ret && done)
+		iommu_unmap(d->domain, iova, done);
+	return ret;
+}
+
+/* A chunk with MMIO runs (no struct page for a scatterlist), or one
+ * written under revoke_lock (atomic allocations: no scatterlist table):
+ * one zp_map_run() per run. Few mappings hold BARs, so this path stays
+ * rare. */
 static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 			     struct zp_run_chunk *chunk, int prot, gfp_t gfp,
 			     size_t *mapped)
 {
 	unsigned int i;
-	size_t len;
 	int ret;
 
 	*mapped = 0;
 	for (i = 0; i < chunk->nr; i++) {
-		len = chunk->run[i].npages << PAGE_SHIFT;
-		ret = zp_iommu_map(d->domain, iova + *mapped, PFN_PHYS(chunk->run[i].pfn),
-				   len, prot | IOMMU_CACHE, gfp);
-		zp_stat_inc(iommu_map_calls);
+		ret = zp_map_run(d, iova + *mapped, &chunk->run[i], prot, gfp);
 		if (ret) {
 			if (*mapped)
 				iommu_unmap(d->domain, iova, *mapped);
 			return ret;
 		}
-		*mapped += len;
+		*mapped += zp_run_bytes(&chunk->run[i]);
 	}
 	zp_count_chunk_entries(d, iova, chunk);
 	return 0;
 }
 
 /* Map one chunk of runs at iova into d with one iommu_map_sg(); runs one
- * by one where atomic (a watched mapping, under revoke_lock). */
+ * by one where atomic (under revoke_lock: no sleeping allocation). */
 static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 			struct zp_run_chunk *chunk, int prot, bool atomic,
 			size_t *mapped)
@@ -236,7 +280,8 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 
 	if (atomic || zp_chunk_has_mmio(chunk))
 		return zp_map_chunk_runs(d, iova, chunk, prot,
-					 atomic ? GFP_ATOMIC | __GFP_NOWARN : GFP_KERNEL_ACCOUNT,
+					 atomic ? GFP_NOWAIT | __GFP_ACCOUNT | __GFP_NOWARN :
+						  GFP_KERNEL_ACCOUNT,
 					 mapped);
 	nents = zp_chunk_nents(chunk, mapped);
 	if (sg_alloc_table(&sgt, nents, GFP_KERNEL))
@@ -244,7 +289,7 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 	sg = sgt.sgl;
 	for (i = 0; i < chunk->nr; i++) {
 		struct page *page = pfn_to_page(chunk->run[i].pfn);
-		size_t left = chunk->run[i].npages << PAGE_SHIFT;
+		size_t left = zp_run_bytes(&chunk->run[i]);
 
 		while (left) {
 			size_t len = min_t(size_t, left, ZP_SG_MAX_BYTES);
@@ -268,15 +313,15 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 }
 
 /* Write every run of dma into d. On failure nothing of dma stays in d.
- * A watched dma is written under revoke_lock, with atomic allocations. */
-static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d)
+ * atomic: under revoke_lock, allocations must not sleep. */
+static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d, bool atomic)
 {
 	struct zp_run_chunk *chunk;
 	size_t done = 0, len;
 	int ret;
 
 	zp_for_each_chunk(&dma->pinned, chunk) {
-		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, dma->watched, &len);
+		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, atomic, &len);
 		if (ret) {
 			if (done)
 				iommu_unmap(d->domain, dma->iova, done);
@@ -395,19 +440,20 @@ void zp_dma_remove_all(struct zp_container *c)
 }
 
 /* Map dma into every domain; on failure into none. Caller holds
- * zp_container.lock (the domains stay as they are) and, for a watched dma,
- * revoke_lock. */
-static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma)
+ * zp_container.lock (the domains stay as they are) and, when atomic,
+ * revoke_lock; the caller marks dma mapped. */
+static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma, bool atomic)
 {
 	struct zp_domain *d;
 	int ret;
 
 	list_for_each_entry(d, &c->domains, node) {
-		ret = zp_dma_map_domain(dma, d);
+		ret = zp_dma_map_domain(dma, d, atomic);
 		if (ret)
 			goto unwind;
+		if (!atomic)
+			cond_resched();
 	}
-	dma->mapped = true;
 	return 0;
 unwind:
 	list_for_each_entry_continue_reverse(d, &c->domains, node)
@@ -416,26 +462,62 @@ unwind:
 }
 
 /*
+ * A watched dma whose MMIO is all vfio-pci BARs with their device files
+ * held by the pin (zp_pinned_mmio_held()): written outside revoke_lock with
+ * ordinary allocations. A revocation meanwhile finds it not mapped yet and
+ * only marks it revoked; it is taken out here then, before the caller
+ * drops the files, so no device has been released while the IOMMU could
+ * reach its BAR. Caller holds zp_container.lock.
+ */
+static int zp_dma_map_held(struct zp_container *c, struct zp_dma *dma)
+{
+	struct zp_domain *d;
+	int ret;
+
+	if (READ_ONCE(dma->revoked))
+		return 0;	/* gone already: nothing to write, stays revoked */
+	ret = zp_dma_map_domains(c, dma, false);
+	if (ret)
+		return ret;
+	mutex_lock(&c->revoke_lock);
+	if (dma->revoked) {
+		list_for_each_entry(d, &c->domains, node)
+			zp_dma_unmap_domain(dma, d);
+	} else {
+		dma->mapped = true;
+	}
+	mutex_unlock(&c->revoke_lock);
+	return 0;
+}
+
+/*
  * Map dma into every domain; on failure into none. A watched dma whose
  * mapping went since its pfns were looked up (revoked by the callback, or
  * any change in seq where the MMIO is not all VFIO BARs) is not written at
  * all and stays revoked, as if it had gone right after; otherwise it is
- * written under revoke_lock, so a revocation waits for it. Caller holds
- * zp_container.lock.
+ * written with its device files held (zp_dma_map_held()) or under
+ * revoke_lock, so a revocation waits for it. Caller holds
+ * zp_container.lock, and drops the pin's files afterwards.
  */
 static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 			  unsigned long seq)
 {
 	int ret = 0;
 
-	if (!dma->watched)
-		return zp_dma_map_domains(c, dma);
+	if (!dma->watched) {
+		ret = zp_dma_map_domains(c, dma, false);
+		dma->mapped = !ret;
+		return ret;
+	}
+	if (zp_pinned_mmio_held(&dma->pinned))
+		return zp_dma_map_held(c, dma);
 	mutex_lock(&c->revoke_lock);
 	if (dma->revoked || (dma->pinned.mmio_foreign &&
 			     mmu_interval_read_retry(&dma->mmio_watch, seq)))
 		dma->revoked = true;
 	else
-		ret = zp_dma_map_domains(c, dma);
+		ret = zp_dma_map_domains(c, dma, true);
+	dma->mapped = !ret && !dma->revoked;
 	mutex_unlock(&c->revoke_lock);
 	return ret;
 }
@@ -448,10 +530,10 @@ static int zp_dma_replay_one(struct zp_container *c, struct zp_dma *dma,
 	int ret = 0;
 
 	if (!dma->watched)
-		return zp_dma_map_domain(dma, d);
+		return zp_dma_map_domain(dma, d, false);
 	mutex_lock(&c->revoke_lock);
 	if (!dma->revoked)
-		ret = zp_dma_map_domain(dma, d);
+		ret = zp_dma_map_domain(dma, d, true);
 	mutex_unlock(&c->revoke_lock);
 	return ret;
 }
@@ -552,6 +634,7 @@ int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map)
 	}
 	if (!ret)
 		ret = zp_dma_map_all(c, dma, seq);
+	zp_pinned_put_files(&dma->pinned);
 	if (ret) {
 		if (dma->watched)
 			mmu_interval_notifier_remove(&dma->mmio_watch);

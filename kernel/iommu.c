@@ -738,6 +738,8 @@ static int zp_stats_show(struct seq_file *m, void *v)
 	SHOW(entries_4k);
 	SHOW(entries_2m);
 	SHOW(entries_1g);
+	SHOW(pfnmap_lookups);
+	SHOW(bar_runs);
 	SHOW(mmio_pages);
 	SHOW(mmio_revoked);
 #undef SHOW

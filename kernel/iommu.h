@@ -88,6 +88,9 @@ struct zp_iommu_stats {
 	atomic64_t entries_4k;		/* IOMMU entries created, by page size */
 	atomic64_t entries_2m;
 	atomic64_t entries_1g;
+	atomic64_t pfnmap_lookups;	/* PFNMAP page-table lookups by the walk
+					 * (not the BAR path's one cross-check) */
+	atomic64_t bar_runs;		/* vfio-pci BAR ranges taken whole, no walk */
 	atomic64_t mmio_pages;		/* MMIO (PFNMAP) pages ever mapped */
 	atomic64_t mmio_revoked;	/* mappings revoked because their MMIO
 					 * mapping went away */

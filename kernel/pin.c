@@ -17,10 +17,12 @@
  *  3. Anything else: pin_user_pages_fast() over ZP_GUP_BATCH pages, folded
  *     into physically contiguous runs.
  *  4. Where GUP refuses a PFNMAP range (a device BAR mapped for
- *     peer-to-peer), its pfns are looked up and recorded, stepping a whole
- *     huge leaf at a time; nothing is held or charged (as type1), and
- *     dma.c watches the range so the IOMMU stops reaching it when the
- *     user's mapping goes away.
+ *     peer-to-peer), its pfns are recorded; nothing is held or charged (as
+ *     type1), and dma.c watches the range so the IOMMU stops reaching it
+ *     when the user's mapping goes away. A vfio-pci BAR mmap is one run
+ *     computed from the BAR (zp_vfio_bar_pfn()): a 64 GiB BAR costs what
+ *     a 4 KiB one does, with nothing faulted in. Any other PFNMAP is
+ *     looked up page by page, a whole huge leaf at a time.
  *
  * Runs remember how their pages are held (enum zp_run_kind) and are let go
  * the same way, a folio at a time. RLIMIT_MEMLOCK is charged ahead in
@@ -42,6 +44,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": pin: " fmt
 
+#include <linux/file.h>
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -103,6 +106,8 @@ void zp_pinned_init(struct zp_pinned *p)
 	p->task = get_task_struct(current->group_leader);
 	p->lock_cap = capable(CAP_IPC_LOCK);
 	p->mmio_foreign = false;
+	p->mmio_unheld = false;
+	p->nr_bar_files = 0;
 	p->mm = current->mm;
 	mmgrab(p->mm);
 }
@@ -245,6 +250,37 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 	}
 }
 
+bool zp_pinned_mmio_held(const struct zp_pinned *p)
+{
+	return !p->mmio_unheld;	/* no MMIO at all: nothing to keep */
+}
+
+/* fput() of what may be the device's last reference defers the release
+ * (task work, or delayed_fput in a kthread): the caller holds its
+ * container lock, which releasing a device's group would take. Never
+ * __fput_sync() here. */
+void zp_pinned_put_files(struct zp_pinned *p)
+{
+	while (p->nr_bar_files)
+		fput(p->bar_files[--p->nr_bar_files]);
+}
+
+/* Hold the device file of a BAR run just recorded, once per file; a run
+ * whose file finds no room is marked unheld. Caller holds the mmap lock
+ * for reading, so the vma still holds file while get_file() takes it. */
+static void zp_pinned_hold_file(struct zp_pinned *p, struct file *file)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->nr_bar_files; i++)
+		if (p->bar_files[i] == file)
+			return;
+	if (p->nr_bar_files == ZP_PIN_BAR_FILES)
+		p->mmio_unheld = true;
+	else
+		p->bar_files[p->nr_bar_files++] = get_file(file);
+}
+
 /*
  * Let go of every run and give the charge back. The IOMMU must no longer
  * map any of them.
@@ -262,6 +298,8 @@ static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
 		cond_resched();
 	}
 	zp_stat_add(pages_pinned, -(long)(p->npages - p->mmio_pages));
+	zp_pinned_put_files(p);
+	p->mmio_unheld = false;
 	p->npages = 0;
 	p->mmio_pages = 0;
 	p->nruns = 0;
@@ -396,13 +434,95 @@ static long zp_pin_folio(struct zp_pinned *p, unsigned long addr,
 /* --- 4. PFNMAP ranges (path 3 hands them over) --- */
 
 /*
- * Record the pfns of the PFNMAP vma at addr, up to npages or the vma's
- * end, faulting them in where the driver maps lazily (vfio-pci). Only
+ * The pfn at addr of a vfio-pci BAR mmap, and the pages from there to the
+ * vma's end (all inside that BAR), without faulting the vma in or walking
+ * its page tables: type1 and the walk below visit every PTE of a BAR, and
+ * 6.1's vfio-pci fills all of them at the first fault (8 M PTEs for a
+ * 32 GiB BAR). The vma is vfio-pci's when its file is a VFIO device file
+ * whose device mmaps with vfio_pci_core_mmap() (a variant driver with its
+ * own mmap, nvgrace-gpu's say, takes the walk), and its private data is
+ * that device, as vfio_pci_core_mmap() sets it. Caller holds the mmap lock
+ * for reading: the vma stays, and with its file the device and its BARs.
+ */
+static bool zp_vfio_bar_pfn(struct vm_area_struct *vma, unsigned long addr,
+			    unsigned long *pfn, unsigned long *pages)
+{
+	int (*core_mmap)(struct vfio_device *vdev, struct vm_area_struct *vma);
+	struct vfio_pci_core_device *vdev;
+	struct vfio_device *device;
+	unsigned long offset, bar_pages;
+	unsigned int index;
+	bool ours;
+
+	device = zp_vfio_file_device(vma->vm_file);
+	if (!device)
+		return false;
+	core_mmap = symbol_get(vfio_pci_core_mmap);
+	ours = core_mmap && device->ops->mmap == core_mmap;
+	if (core_mmap)
+		symbol_put(vfio_pci_core_mmap);
+	if (!ours)
+		return false;
+	vdev = container_of(device, struct vfio_pci_core_device, vdev);
+	if (vma->vm_private_data != vdev ||
+	    zp_vfio_pci_vma_bar(vma, vdev->pdev, &index, &offset) ||
+	    !vdev->bar_mmap_supported[index] || !vdev->barmap[index] ||
+	    !(pci_resource_flags(vdev->pdev, index) & IORESOURCE_MEM))
+		return false;
+	offset += (addr - vma->vm_start) >> PAGE_SHIFT;
+	bar_pages = PFN_UP(pci_resource_len(vdev->pdev, index));
+	*pages = (vma->vm_end - addr) >> PAGE_SHIFT;
+	if (offset >= bar_pages || *pages > bar_pages - offset)
+		return false;
+	*pfn = (pci_resource_start(vdev->pdev, index) >> PAGE_SHIFT) + offset;
+	return true;
+}
+
+/*
+ * The BAR path: record a vfio-pci BAR mmap from addr on as one run.
+ * Where vfio-pci has mapped addr already, its PTE must agree with the
+ * computed pfn; if it ever does not, the walk takes over. Returns pages
+ * recorded, 0 when vma is no such mapping (or disagrees), -EFAULT when
+ * write is asked of a read-only mapping. The device file is held until the
+ * mapping is written (zp_pinned_hold_file()). Caller holds the mmap lock.
+ */
+static long zp_pin_vfio_bar(struct zp_pin_walk *w, struct vm_area_struct *vma,
+			    unsigned long addr, unsigned long npages)
+{
+	unsigned long pfn, pages, mapped, n;
+	int ret;
+
+	if (!zp_vfio_bar_pfn(vma, addr, &pfn, &pages))
+		return 0;
+	if (w->write && !(vma->vm_flags & VM_WRITE))
+		return -EFAULT;
+	if (!zp_follow_pfnmap(vma, addr, false, &mapped, &n) && mapped != pfn) {
+		pr_warn_once("vfio-pci BAR at %#lx maps pfn %#lx, not %#lx: walking it\n",
+			     addr, mapped, pfn);
+		return 0;
+	}
+	if (pfn_valid(pfn) && !PageReserved(pfn_to_page(pfn)))
+		return -EFAULT;	/* RAM, not a BAR: never without a pin */
+	pages = min(pages, npages);
+	ret = zp_runs_append(w->p, pfn, pages, ZP_RUN_MMIO);
+	if (ret)
+		return ret;
+	zp_pinned_hold_file(w->p, vma->vm_file);
+	zp_stat_inc(bar_runs);
+	return pages;
+}
+
+/*
+ * Record the pfns of the PFNMAP vma at addr up to the vma's end: a
+ * vfio-pci BAR in one step (zp_pin_vfio_bar()), up to rest pages; anything
+ * else up to npages, looking each page up and faulting them in where the
+ * driver maps lazily. Only
  * memory without a struct page, or reserved, is taken, as type1 does.
  * Returns pages recorded, -ENOTBLK when the caller did not allow MMIO,
  * -EFAULT when addr is no PFNMAP or not writable as asked.
  */
-static long zp_pin_pfnmap(struct zp_pin_walk *w, unsigned long addr, unsigned long npages)
+static long zp_pin_pfnmap(struct zp_pin_walk *w, unsigned long addr, unsigned long npages,
+			  unsigned long rest)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned long done = 0, pfn, n, a;
@@ -418,8 +538,13 @@ again:
 		ret = -EFAULT;
 	else if (!w->mmio_ok)
 		ret = -ENOTBLK;
+	else if (!done && (ret = zp_pin_vfio_bar(w, vma, addr, rest)) > 0)
+		done = ret;
+	if (ret > 0)
+		ret = 0;
 	while (!ret && done < npages && (a = addr + (done << PAGE_SHIFT)) < vma->vm_end) {
 		ret = zp_follow_pfnmap(vma, a, w->write, &pfn, &n);
+		zp_stat_inc(pfnmap_lookups);
 		if (ret == -ENOENT && !faulted) {
 			unlocked = false;
 			faulted = true;
@@ -434,6 +559,7 @@ again:
 			break;
 		if (!zp_file_is_vfio(vma->vm_file))
 			WRITE_ONCE(w->p->mmio_foreign, true);	/* before the run */
+		w->p->mmio_unheld = true;
 		n = min3(n, npages - done, (vma->vm_end - a) >> PAGE_SHIFT);
 		ret = zp_runs_append(w->p, pfn, n, ZP_RUN_MMIO);
 		done += ret ? 0 : n;
@@ -482,10 +608,13 @@ static long zp_count_reserved(struct page **pages, long nr)
 }
 
 /*
- * Pin one batch at addr; returns pages pinned and recorded, or -errno.
- * Where GUP refuses the range because it is PFNMAP, path 4 takes it.
+ * Pin one batch of nr pages at addr, of rest left in the range; returns
+ * pages pinned and recorded, or -errno. Where GUP refuses the range
+ * because it is PFNMAP, path 4 takes it: a vfio-pci BAR all of the rest
+ * at once, anything else the batch.
  */
-static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
+static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr,
+			 unsigned long rest)
 {
 	struct zp_pinned *p = w->p;
 	long got, used, charge;
@@ -500,7 +629,7 @@ static long zp_pin_batch(struct zp_pin_walk *w, unsigned long addr, long nr)
 	got = pin_user_pages_fast(addr, nr, w->gup_flags, w->pages);
 	w->gup_calls++;
 	if (got == -EFAULT)
-		return zp_pin_pfnmap(w, addr, nr);
+		return zp_pin_pfnmap(w, addr, nr, rest);
 	if (got <= 0)
 		return got ? got : -EFAULT;
 	charge = got - zp_count_reserved(w->pages, got);
@@ -549,7 +678,7 @@ static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long
 	if (!n)
 		n = zp_pin_folio(w->p, addr, npages, w->gup_flags, &w->gup_calls);
 	if (!n)
-		n = zp_pin_batch(w, addr, zp_batch_len(addr, npages));
+		n = zp_pin_batch(w, addr, zp_batch_len(addr, npages), npages);
 	return n;
 }
 

@@ -26,6 +26,12 @@ struct zp_run {
 	unsigned long kind : 2;		/* enum zp_run_kind */
 };
 
+/* A run's length in bytes: the 62-bit field widened before the shift. */
+static inline size_t zp_run_bytes(const struct zp_run *run)
+{
+	return (size_t)run->npages << PAGE_SHIFT;
+}
+
 /* Runs are kept in chunks of this many bytes: one chunk holds a whole
  * GiB of THP or hugetlb memory (a few hundred runs) and is the unit that
  * is mapped into the IOMMU with one IOTLB sync. */
@@ -40,6 +46,12 @@ struct zp_run_chunk {
 #define ZP_RUNS_PER_CHUNK \
 	((ZP_RUN_CHUNK_BYTES - sizeof(struct zp_run_chunk)) / sizeof(struct zp_run))
 
+/* Device files of vfio-pci BARs one pin may hold until its mapping is
+ * written (zp_pinned_put_files()): a VMM maps one BAR per MAP_DMA, in a few
+ * pieces around an MSI-X table at most; past this many the mapping is
+ * written the cautious way (dma.c). */
+#define ZP_PIN_BAR_FILES	4
+
 struct zp_pinned {
 	struct list_head chunks;	/* zp_run_chunk, in IOVA order */
 	unsigned long npages;		/* pages in all runs, MMIO included */
@@ -52,10 +64,24 @@ struct zp_pinned {
 	bool lock_cap;			/* CAP_IPC_LOCK at map time: no limit */
 	bool mmio_foreign;		/* some MMIO is not a VFIO device's BAR:
 					 * its pfns may change under a zap */
+	bool mmio_unheld;		/* some MMIO run's device file is not in
+					 * bar_files */
+	unsigned int nr_bar_files;	/* used in bar_files */
+	struct file *bar_files[ZP_PIN_BAR_FILES]; /* held (get_file) from the
+					 * pin until zp_pinned_put_files() */
 };
 
 /* Start empty, charging the calling task (as type1 does at MAP_DMA). */
 void zp_pinned_init(struct zp_pinned *p);
+/*
+ * Whether every MMIO run is a vfio-pci BAR whose device file the pin holds:
+ * then no device can be released, nor its BAR change owner, until
+ * zp_pinned_put_files(), whatever happens to the user's mapping meanwhile.
+ */
+bool zp_pinned_mmio_held(const struct zp_pinned *p);
+/* Drop the device files the pin took; before the mapping is kept (a file
+ * held for a mapping's life would keep its own container alive). */
+void zp_pinned_put_files(struct zp_pinned *p);
 /* Unpin every run, uncharge, and drop the mm and task references. */
 void zp_pinned_release(struct zp_pinned *p, bool dirty);
 

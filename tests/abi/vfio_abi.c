@@ -53,3 +53,11 @@ static_assert(__same_type(&vfio_register_iommu_driver,
 			  int (*)(const THEIRS *)), "vfio_register_iommu_driver");
 static_assert(__same_type(&vfio_unregister_iommu_driver,
 			  void (*)(const THEIRS *)), "vfio_unregister_iommu_driver");
+
+#ifdef ZP_VFIO_HAS_DEVICE_FILE
+/* A device file's private data: the device is its first member. */
+static_assert(offsetof(struct vfio_device_file, device) ==
+	      offsetof(struct zp_vfio_device_file, device), "vfio_device_file.device moved");
+static_assert(__same_type(((struct vfio_device_file *)0)->device,
+			  ((struct zp_vfio_device_file *)0)->device), "vfio_device_file.device");
+#endif

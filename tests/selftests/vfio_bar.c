@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vfio_bar - a GPU-sized BAR mapped for peer-to-peer: the lab's GPU
+ * stand-ins (scripts/lab --gpu 2 --bar-gib 1,64: ivshmem BAR2s of 1 and
+ * 64 GiB, bound to vfio-pci) share a container with an edu, whose DMA
+ * engine writes into the BAR through the IOMMU and reads it back; the CPU
+ * checks each transfer through the BAR's mmap. Against type1 and zeropin
+ * on the 1 GiB BAR, and zeropin on the 64 GiB one (type1 takes ~20 s to
+ * map it: make bench has the "bar" rows).
+ *
+ * zeropin maps a vfio-pci BAR without looking at a single page-table
+ * entry (pfnmap_lookups stays put) as one run, in 1 GiB IOMMU entries
+ * where the BAR and the IOVA allow; charges nothing to RLIMIT_MEMLOCK, as
+ * type1; and takes the whole mapping out of the IOMMU at once when the
+ * user's BAR mapping goes away, however large.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+
+#include "kselftest_harness.h"
+#include "backing.h"
+#include "vfio_driver.h"
+#include "vfio_edu.h"
+#include "vfio_gpu.h"
+#include "zeropin.h"
+
+#define IOVA_RAM	0x100000000ull		/* 4 GiB */
+#define IOVA_BAR	0x2000000000ull		/* 128 GiB: 1 GiB (and 64 GiB) aligned */
+#define RAM_SIZE	(2ul << 20)
+#define SZ_1G		(1ull << 30)
+#define RW		(VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE)
+
+FIXTURE(bar) {
+	struct edu edu;		/* does the DMA */
+	struct gpu gpu;		/* the peer whose BAR2 is mapped */
+	int container;
+	struct buffer ram;	/* the edu's staging area, at IOVA_RAM */
+	uint8_t *bar;		/* BAR2, mmapped whole, read-write */
+	uint64_t size;		/* BAR2's size */
+	struct bar_probe probe;	/* edu and ram: proves a mapping by DMA */
+};
+
+FIXTURE_VARIANT(bar) {
+	enum vfio_driver driver;
+	int gpu;		/* which GPU stand-in: 0 (1 GiB), 1 (64 GiB) */
+};
+
+FIXTURE_VARIANT_ADD(bar, type1_1g) { .driver = DRIVER_TYPE1, .gpu = 0 };
+FIXTURE_VARIANT_ADD(bar, zeropin_1g) { .driver = DRIVER_ZEROPIN, .gpu = 0 };
+FIXTURE_VARIANT_ADD(bar, zeropin_64g) { .driver = DRIVER_ZEROPIN, .gpu = 1 };
+
+FIXTURE_SETUP(bar)
+{
+	self->container = -1;
+	self->bar = MAP_FAILED;
+	edu_init(&self->edu);
+	gpu_init(&self->gpu);
+	if (edu_count() < 1 || gpu_count() <= variant->gpu)
+		SKIP(return, "needs an edu and %d GPU stand-ins (scripts/lab --gpu 2 --bar-gib 1,64)",
+		     variant->gpu + 1);
+	vfio_driver_use(variant->driver);
+	buffer_alloc(&self->ram, BACKING_ANON_4K, RAM_SIZE);
+	self->container = vfio_container_open();
+	edu_open(&self->edu, 0);
+	gpu_open(&self->gpu, variant->gpu);
+	edu_attach(&self->edu, self->container);
+	gpu_attach(&self->gpu, self->container);
+	vfio_set_iommu(self->container, VFIO_TYPE1v2_IOMMU);
+	edu_get_device(&self->edu);
+	gpu_get_device(&self->gpu);
+	self->size = self->gpu.bar_size;
+	self->bar = gpu_bar_mmap(&self->gpu, 0, self->size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, self->bar);
+	vfio_map(self->container, self->ram.addr, IOVA_RAM, RAM_SIZE);
+	self->probe = (struct bar_probe){ &self->edu, self->ram.addr, IOVA_RAM };
+}
+
+FIXTURE_TEARDOWN(bar)
+{
+	if (self->bar != MAP_FAILED)
+		munmap(self->bar, self->size);
+	edu_close(&self->edu);
+	gpu_close(&self->gpu);
+	if (self->container >= 0)
+		close(self->container);
+	buffer_free(&self->ram);
+}
+
+#define bar_round_trip(iova, off) \
+	ASSERT_EQ(0, __bar_round_trip(&self->probe, self->bar, (iova), (off)))
+#define dma_write_lands(iova, off) bar_dma_write_lands(&self->probe, self->bar, (iova), (off))
+
+TEST_F(bar, whole_bar_dma_at_first_middle_and_last_page)
+{
+	long lookups = 0, runs = 0, entries_1g = 0, mmio = 0;
+
+	if (variant->driver == DRIVER_ZEROPIN) {
+		lookups = iommu_counter("pfnmap_lookups");
+		runs = iommu_counter("bar_runs");
+		entries_1g = iommu_counter("entries_1g");
+		mmio = iommu_counter("mmio_pages");
+	}
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
+	ASSERT_EQ(0, __bar_verify(&self->probe, self->bar, IOVA_BAR, self->size));
+	if (variant->driver == DRIVER_ZEROPIN) {
+		/* not one PTE looked at, nothing faulted in: one run, 1 GiB entries */
+		EXPECT_EQ(lookups, iommu_counter("pfnmap_lookups"));
+		EXPECT_EQ(runs + 1, iommu_counter("bar_runs"));
+		EXPECT_EQ(mmio + (long)(self->size >> 12), iommu_counter("mmio_pages"));
+		EXPECT_EQ(entries_1g + (long)(self->size / SZ_1G), iommu_counter("entries_1g"));
+	}
+	vfio_unmap(self->container, IOVA_BAR, self->size);
+}
+
+TEST_F(bar, unmap_leaves_no_way_in)
+{
+	uint64_t last = self->size - 4096, unmapped = 0;
+	long unmaps = iommu_counter("iommu_unmap_calls");
+
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
+	bar_round_trip(IOVA_BAR, last);
+	ASSERT_EQ(0, __vfio_unmap(self->container, IOVA_BAR, self->size, 0, &unmapped));
+	EXPECT_EQ(self->size, unmapped);
+	if (variant->driver == DRIVER_ZEROPIN)
+		EXPECT_EQ(unmaps + 1, iommu_counter("iommu_unmap_calls"));	/* at once */
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR + last, last));
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR, 0));
+}
+
+/* zeropin only: type1 keeps reaching the BAR after the user's mapping
+ * went away (its known gap, which vfio_p2p shows on a small BAR). */
+TEST_F(bar, bar_mapping_gone_revokes_it_whole)
+{
+	uint64_t last = self->size - 4096, unmapped = 0;
+	long revoked = iommu_counter("mmio_revoked");
+	long unmaps = iommu_counter("iommu_unmap_calls");
+
+	if (variant->driver != DRIVER_ZEROPIN)
+		SKIP(return, "type1 does not track the BAR mapping's lifetime");
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
+	bar_round_trip(IOVA_BAR, last);
+	/* the device fd goes first: the mmap alone keeps the device open */
+	close(self->gpu.device);
+	self->gpu.device = -1;
+	bar_round_trip(IOVA_BAR, last);
+	ASSERT_EQ(0, munmap(self->bar, self->size));
+	EXPECT_EQ(revoked + 1, iommu_counter("mmio_revoked"));
+	EXPECT_EQ(unmaps + 1, iommu_counter("iommu_unmap_calls"));	/* 64 GiB at once */
+	/* a new mmap (of a new device fd) sees no DMA arrive any more */
+	gpu_get_device(&self->gpu);
+	self->bar = gpu_bar_mmap(&self->gpu, 0, self->size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, self->bar);
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR + last, last));
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR, 0));
+	/* the IOVA stays taken until UNMAP_DMA, which reports it whole */
+	EXPECT_EQ(-EEXIST, __vfio_map(self->container, self->ram.addr, IOVA_BAR, 4096, RW));
+	ASSERT_EQ(0, __vfio_unmap(self->container, IOVA_BAR, self->size, 0, &unmapped));
+	EXPECT_EQ(self->size, unmapped);
+}
+
+/* BARs are not memory the process holds: nothing charged, as type1. */
+TEST_F(bar, memlock_is_not_charged)
+{
+	long vmlck = proc_status_kb("VmLck");
+	long pinned = iommu_counter("pages_pinned");
+
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
+	EXPECT_EQ(vmlck, proc_status_kb("VmLck"));
+	if (variant->driver == DRIVER_ZEROPIN)
+		EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
+	bar_round_trip(IOVA_BAR, self->size / 2);
+	vfio_unmap(self->container, IOVA_BAR, self->size);
+	EXPECT_EQ(vmlck, proc_status_kb("VmLck"));
+}
+
+/*
+ * Part of a partial mmap: the BAR mmapped from a quarter of the way in
+ * (an mmap offset), and only the middle of that mmap mapped for DMA (an
+ * address inside the vma). DMA reaches exactly that part of the BAR, at
+ * its first and last page, and nothing on either side.
+ */
+TEST_F(bar, part_of_a_partial_mmap)
+{
+	uint64_t win = self->size / 4, win_len = 8ul << 20;
+	uint64_t part = 2ul << 20, part_len = 4ul << 20;
+	uint8_t *w;
+
+	w = gpu_bar_mmap(&self->gpu, win, win_len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, w);
+	ASSERT_EQ(0, __vfio_map(self->container, w + part, IOVA_BAR, part_len, RW));
+	bar_round_trip(IOVA_BAR - win - part, win + part);
+	bar_round_trip(IOVA_BAR - win - part, win + part + part_len - 4096);
+	/* just outside, on both sides: unmapped IOVA */
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR - 4096, win + part - 4096));
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR + part_len, win + part + part_len));
+	vfio_unmap(self->container, IOVA_BAR, part_len);
+	munmap(w, win_len);
+}
+
+TEST_F(bar, read_only_bar_mapping_refuses_device_writes)
+{
+	uint64_t last = self->size - 4096;
+	uint8_t want[BAR_PROBE_XFER], got[BAR_PROBE_XFER];
+	uint8_t *ro;
+
+	ro = gpu_bar_mmap(&self->gpu, 0, self->size, PROT_READ);
+	ASSERT_NE(MAP_FAILED, ro);
+	EXPECT_EQ(-EFAULT, __vfio_map(self->container, ro, IOVA_BAR, self->size, RW));
+	ASSERT_EQ(0, __vfio_map(self->container, ro, IOVA_BAR, self->size,
+				VFIO_DMA_MAP_FLAG_READ));
+	bar_pattern(want, sizeof(want));
+	memcpy(self->bar + last, want, sizeof(want));
+	ASSERT_EQ(0, __probe_dma_read(&self->probe, IOVA_BAR + last, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(want, got, sizeof(want)));
+	EXPECT_EQ(0, dma_write_lands(IOVA_BAR + last, last));
+	vfio_unmap(self->container, IOVA_BAR, self->size);
+	munmap(ro, self->size);
+}
+
+/*
+ * An IOVA only 4 KiB-congruent to the BAR: the IOMMU needs 4 KiB entries,
+ * 16 M of them (128 MiB of page tables) for the 64 GiB BAR, which zeropin
+ * allocates the ordinary, accounted way with the device file held rather
+ * than atomically. DMA reaches the first, middle and last page.
+ */
+TEST_F(bar, iova_only_page_congruent_to_the_bar)
+{
+	uint64_t iova = IOVA_BAR + 4096;
+	long entries_4k = iommu_counter("entries_4k");
+
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, iova, self->size, RW));
+	ASSERT_EQ(0, __bar_verify(&self->probe, self->bar, iova, self->size));
+	if (variant->driver == DRIVER_ZEROPIN)
+		EXPECT_EQ(entries_4k + (long)(self->size >> 12), iommu_counter("entries_4k"));
+	vfio_unmap(self->container, iova, self->size);
+}
+
+/*
+ * With memory decode off, type1 cannot fault the BAR in and fails the map
+ * (EFAULT); zeropin needs no fault and maps it, as type1 keeps a mapping
+ * whose decode goes off later. Either way DMA reaches the BAR once decode
+ * is back on.
+ */
+TEST_F(bar, mapped_while_memory_decode_is_off)
+{
+	int ret;
+
+	ASSERT_EQ(0, __vfio_pci_command(self->gpu.device, self->gpu.config_offset, 0,
+						PCI_COMMAND_MEMORY));
+	ret = __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW);
+	ASSERT_EQ(0, __vfio_pci_command(self->gpu.device, self->gpu.config_offset,
+						PCI_COMMAND_MEMORY, 0));
+	if (variant->driver == DRIVER_TYPE1) {
+		ASSERT_EQ(-EFAULT, ret);
+		ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
+	} else {
+		ASSERT_EQ(0, ret);
+	}
+	bar_round_trip(IOVA_BAR, self->size - 4096);
+	vfio_unmap(self->container, IOVA_BAR, self->size);
+}
+
+/*
+ * A BAR mapping replayed into an IOMMU domain that joins later (zeropin
+ * only): with share_domains=0 the edu's group gets a domain of its own
+ * when it joins a container whose mapping is the whole 64 GiB BAR (the
+ * largest GPU stand-in). The replay writes it without the pin's device
+ * file, under revoke_lock; the edu's DMA then reaches the BAR's last page
+ * through its own domain.
+ */
+FIXTURE(bar_replay) {
+	struct edu edu;
+	struct gpu gpu;
+	int container;
+	struct buffer ram;
+	uint8_t *bar;
+};
+
+FIXTURE_SETUP(bar_replay)
+{
+	self->container = -1;
+	self->bar = MAP_FAILED;
+	edu_init(&self->edu);
+	gpu_init(&self->gpu);
+	if (edu_count() < 1 || gpu_count() < 1)
+		SKIP(return, "needs an edu and a GPU stand-in (scripts/lab --gpu N)");
+	vfio_driver_use(DRIVER_ZEROPIN);
+	buffer_alloc(&self->ram, BACKING_ANON_4K, RAM_SIZE);
+	self->container = vfio_container_open();
+	gpu_open(&self->gpu, gpu_count() - 1);
+	gpu_attach(&self->gpu, self->container);
+	vfio_set_iommu(self->container, VFIO_TYPE1v2_IOMMU);
+	gpu_get_device(&self->gpu);
+	self->bar = gpu_bar_mmap(&self->gpu, 0, self->gpu.bar_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, self->bar);
+}
+
+FIXTURE_TEARDOWN(bar_replay)
+{
+	if (self->bar != MAP_FAILED)
+		munmap(self->bar, self->gpu.bar_size);
+	edu_close(&self->edu);
+	gpu_close(&self->gpu);
+	if (self->container >= 0)
+		close(self->container);
+	buffer_free(&self->ram);
+	__zeropin_param_write("share_domains", 1);
+}
+
+TEST_F(bar_replay, bar_mapping_replayed_into_a_joining_domain)
+{
+	struct bar_probe probe = { &self->edu, self->ram.addr, IOVA_RAM };
+	uint64_t size = self->gpu.bar_size;
+	long domains;
+
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, size, RW));
+	ASSERT_EQ(0, __zeropin_param_write("share_domains", 0));
+	domains = iommu_counter("domains");
+	edu_open(&self->edu, 0);
+	edu_attach(&self->edu, self->container);
+	EXPECT_EQ(domains + 1, iommu_counter("domains"));
+	edu_get_device(&self->edu);
+	vfio_map(self->container, self->ram.addr, IOVA_RAM, RAM_SIZE);
+	ASSERT_EQ(0, __bar_verify(&probe, self->bar, IOVA_BAR, size));
+	vfio_unmap(self->container, IOVA_BAR, size);
+}
+
+TEST_HARNESS_MAIN
