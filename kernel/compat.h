@@ -218,9 +218,9 @@ static inline int zp_follow_pfnmap(struct vm_area_struct *vma, unsigned long add
  * a struct vfio_device_file (drivers/vfio/vfio.h, private: declared here
  * under our name, checked against the kernel by scripts/check-vfio-abi).
  * A VFIO file that backs a vma is a device file (group and container files
- * have no mmap), but group files are ruled out by name as well. The
- * caller keeps file open (a vma's, under the mmap lock): the device lives
- * as long. */
+ * have no mmap); group files are ruled out by their file operations as
+ * well. The caller keeps file open (a vma's, under the mmap lock): the
+ * device lives as long. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
 #define ZP_VFIO_HAS_DEVICE_FILE 1
 struct zp_vfio_device_file {

@@ -14,11 +14,13 @@
  * A mapping of MMIO (a device BAR, peer-to-peer) is watched with an
  * mmu_interval_notifier on the user's range: when that mapping goes away
  * (munmap, mremap, process exit) the IOMMU stops reaching the BAR at once
- * (zp_dma_mmio_gone()), and the IOVA stays reserved, unmapped, until
- * UNMAP_DMA. A zap that leaves a vfio-pci BAR mapping in place (a device
- * reset, memory decode off) keeps the IOMMU mapping, as type1 does: the
- * user's BAR mmap holds the device file, so the device cannot change hands, the
- * same pfns come back on the next access, and QEMU sees no change. Any
+ * (zp_dma_mmio_gone()) — or, for a MAP_DMA still writing it with the
+ * device file held, when that write ends (zp_dma_map_all()) — and the
+ * IOVA stays reserved, unmapped, until UNMAP_DMA. A zap that leaves a
+ * vfio-pci BAR mapping in place (a device reset, memory decode off) keeps
+ * the IOMMU mapping, as type1 does: the user's BAR mmap holds the device
+ * file, so the device cannot change hands, the same pfns come back on the
+ * next access, and QEMU sees no change. Any
  * other PFNMAP (a GPU driver's VRAM mmap, say) may come back with other
  * pfns after a zap, so there a zap revokes too.
  *
@@ -35,7 +37,8 @@
  * keeps the devices from being released, so in between the IOMMU reaches
  * only the user's own BARs (zp_dma_map_held()). Otherwise, under
  * revoke_lock, it checks mmu_interval_read_retry() and writes the IOMMU
- * without sleeping (GFP_NOWAIT, accounted), so the callback never returns
+ * without entering reclaim (GFP_NOWAIT, accounted; it still reschedules
+ * between 1 GiB pieces), so the callback never returns
  * while the IOMMU still maps what it revoked. Mappings without MMIO are
  * never watched and are written without revoke_lock. A domain that joins
  * later gets watched mappings under revoke_lock, GFP_NOWAIT, as the pin's
@@ -206,32 +209,32 @@ static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
 	return false;
 }
 
-/* Largest piece of a run one iommu_map() writes where it may sleep: a
- * 64 GiB BAR at an IOVA only 4 KiB-congruent to it is 16 M entries; a GiB
- * (256 K entries at worst, one 1 GiB entry at best) between reschedules
- * and fatal-signal checks keeps a map of any size preemptible and
- * killable. IOVA-aligned, so no piece costs a larger entry. */
+/* Largest piece of a run one iommu_map() writes: a 64 GiB BAR at an IOVA
+ * only 4 KiB-congruent to it is 16 M entries; a GiB (256 K entries at
+ * worst, one 1 GiB entry at best) between reschedules and fatal-signal
+ * checks keeps a map of any size preemptible and killable. IOVA-aligned,
+ * so no piece costs a larger entry. */
 #define ZP_MAP_STEP	(1UL << 30)
 
-/* One run at iova: in ZP_MAP_STEP pieces where gfp may sleep (-EINTR on a
- * fatal signal), at once where it may not. Nothing stays mapped on error. */
+/* One run at iova, in ZP_MAP_STEP pieces (-EINTR on a fatal signal in
+ * between). Always in process context under mutexes only: gfp says
+ * whether the allocations may enter reclaim (not under revoke_lock), not
+ * whether we may reschedule. Nothing stays mapped on error. */
 static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run *run,
 		      int prot, gfp_t gfp)
 {
 	size_t len = zp_run_bytes(run), done = 0, n;
-	bool may_sleep = gfpflags_allow_blocking(gfp);
 	int ret = 0;
 
+	might_sleep();
 	while (!ret && done < len) {
-		n = may_sleep ? min_t(size_t, len - done,
-				      ZP_MAP_STEP - ((iova + done) & (ZP_MAP_STEP - 1))) :
-				len;
+		n = min_t(size_t, len - done, ZP_MAP_STEP - ((iova + done) & (ZP_MAP_STEP - 1)));
 		ret = zp_iommu_map(d->domain, iova + done, PFN_PHYS(run->pfn) + done, n,
 				   prot | IOMMU_CACHE, gfp);
 		zp_stat_inc(iommu_map_calls);
 		if (!ret)
 			done += n;
-		if (!ret && may_sleep && done < len) {
+		if (!ret && done < len) {
 			cond_resched();
 			if (fatal_signal_pending(current))
 				ret = -EINTR;
@@ -495,9 +498,13 @@ static int zp_dma_map_held(struct zp_container *c, struct zp_dma *dma)
  * mapping went since its pfns were looked up (revoked by the callback, or
  * any change in seq where the MMIO is not all VFIO BARs) is not written at
  * all and stays revoked, as if it had gone right after; otherwise it is
- * written with its device files held (zp_dma_map_held()) or under
- * revoke_lock, so a revocation waits for it. Caller holds
- * zp_container.lock, and drops the pin's files afterwards.
+ * written with its device files held (zp_dma_map_held()), or under
+ * revoke_lock so that a revocation waits for it. Either way, by return
+ * no revocation that came before has left an IOMMU entry behind, and only
+ * then does the pin let go of its device files: a revocation during a
+ * held write is late by the write's duration, but no device can be
+ * released, its BAR given to someone else, before it is applied. Caller
+ * holds zp_container.lock.
  */
 static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 			  unsigned long seq)
@@ -507,18 +514,19 @@ static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 	if (!dma->watched) {
 		ret = zp_dma_map_domains(c, dma, false);
 		dma->mapped = !ret;
-		return ret;
+	} else if (zp_pinned_mmio_held(&dma->pinned)) {
+		ret = zp_dma_map_held(c, dma);
+	} else {
+		mutex_lock(&c->revoke_lock);
+		if (dma->revoked || (dma->pinned.mmio_foreign &&
+				     mmu_interval_read_retry(&dma->mmio_watch, seq)))
+			dma->revoked = true;
+		else
+			ret = zp_dma_map_domains(c, dma, true);
+		dma->mapped = !ret && !dma->revoked;
+		mutex_unlock(&c->revoke_lock);
 	}
-	if (zp_pinned_mmio_held(&dma->pinned))
-		return zp_dma_map_held(c, dma);
-	mutex_lock(&c->revoke_lock);
-	if (dma->revoked || (dma->pinned.mmio_foreign &&
-			     mmu_interval_read_retry(&dma->mmio_watch, seq)))
-		dma->revoked = true;
-	else
-		ret = zp_dma_map_domains(c, dma, true);
-	dma->mapped = !ret && !dma->revoked;
-	mutex_unlock(&c->revoke_lock);
+	zp_pinned_put_files(&dma->pinned);
 	return ret;
 }
 
@@ -634,7 +642,6 @@ int zp_dma_map(struct zp_container *c, struct vfio_iommu_type1_dma_map *map)
 	}
 	if (!ret)
 		ret = zp_dma_map_all(c, dma, seq);
-	zp_pinned_put_files(&dma->pinned);
 	if (ret) {
 		if (dma->watched)
 			mmu_interval_notifier_remove(&dma->mmio_watch);

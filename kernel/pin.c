@@ -89,6 +89,7 @@ struct zp_pin_walk {
 	bool mmio_ok;			/* PFNMAP ranges may be recorded */
 	bool try_file;			/* still worth asking zeropinfs */
 	unsigned long gup_calls;	/* GUP calls made, for the counters */
+	unsigned long pfnmap_lookups;	/* PFNMAP page-table lookups, likewise */
 	struct page **pages;		/* GUP batch array, ZP_GUP_BATCH long;
 					 * allocated on first use: ranges of
 					 * large folios never need it */
@@ -441,11 +442,13 @@ static long zp_pin_folio(struct zp_pinned *p, unsigned long addr,
  * 32 GiB BAR). The vma is vfio-pci's when its file is a VFIO device file
  * whose device mmaps with vfio_pci_core_mmap() (a variant driver with its
  * own mmap, nvgrace-gpu's say, takes the walk), and its private data is
- * that device, as vfio_pci_core_mmap() sets it. Caller holds the mmap lock
- * for reading: the vma stays, and with its file the device and its BARs.
+ * that device, as vfio_pci_core_mmap() sets it. Returns that device, or
+ * NULL when vma is no such mapping. Caller holds the mmap lock for
+ * reading: the vma stays, and with its file the device and its BARs.
  */
-static bool zp_vfio_bar_pfn(struct vm_area_struct *vma, unsigned long addr,
-			    unsigned long *pfn, unsigned long *pages)
+static struct vfio_pci_core_device *
+zp_vfio_bar_pfn(struct vm_area_struct *vma, unsigned long addr, unsigned long *pfn,
+		unsigned long *pages)
 {
 	int (*core_mmap)(struct vfio_device *vdev, struct vm_area_struct *vma);
 	struct vfio_pci_core_device *vdev;
@@ -456,45 +459,74 @@ static bool zp_vfio_bar_pfn(struct vm_area_struct *vma, unsigned long addr,
 
 	device = zp_vfio_file_device(vma->vm_file);
 	if (!device)
-		return false;
+		return NULL;
 	core_mmap = symbol_get(vfio_pci_core_mmap);
 	ours = core_mmap && device->ops->mmap == core_mmap;
 	if (core_mmap)
 		symbol_put(vfio_pci_core_mmap);
 	if (!ours)
-		return false;
+		return NULL;
 	vdev = container_of(device, struct vfio_pci_core_device, vdev);
 	if (vma->vm_private_data != vdev ||
 	    zp_vfio_pci_vma_bar(vma, vdev->pdev, &index, &offset) ||
 	    !vdev->bar_mmap_supported[index] || !vdev->barmap[index] ||
 	    !(pci_resource_flags(vdev->pdev, index) & IORESOURCE_MEM))
-		return false;
+		return NULL;
 	offset += (addr - vma->vm_start) >> PAGE_SHIFT;
 	bar_pages = PFN_UP(pci_resource_len(vdev->pdev, index));
 	*pages = (vma->vm_end - addr) >> PAGE_SHIFT;
 	if (offset >= bar_pages || *pages > bar_pages - offset)
-		return false;
+		return NULL;
 	*pfn = (pci_resource_start(vdev->pdev, index) >> PAGE_SHIFT) + offset;
-	return true;
+	return vdev;
+}
+
+/*
+ * Whether vfio-pci would let a fault map this device's BARs now: memory
+ * decode on (or a VF, whose decode is its PF's) and the device neither in
+ * D3 nor in the low-power state the user can ask for. The same test as
+ * vfio-pci's private __vfio_pci_memory_enabled() plus pm_runtime_engaged,
+ * on both kernels. Caller holds vdev->memory_lock for reading, which
+ * vfio-pci holds for writing while it changes either.
+ */
+static bool zp_vfio_pci_bar_accessible(struct vfio_pci_core_device *vdev)
+{
+	u16 cmd = le16_to_cpu(*(__le16 *)&vdev->vconfig[PCI_COMMAND]);
+
+	return !vdev->pm_runtime_engaged && vdev->pdev->current_state < PCI_D3hot &&
+	       (vdev->pdev->no_command_memory || (cmd & PCI_COMMAND_MEMORY));
 }
 
 /*
  * The BAR path: record a vfio-pci BAR mmap from addr on as one run.
  * Where vfio-pci has mapped addr already, its PTE must agree with the
- * computed pfn; if it ever does not, the walk takes over. Returns pages
- * recorded, 0 when vma is no such mapping (or disagrees), -EFAULT when
- * write is asked of a read-only mapping. The device file is held until the
- * mapping is written (zp_pinned_hold_file()). Caller holds the mmap lock.
+ * computed pfn; if it ever does not, the walk takes over. Refused as type1
+ * refuses it (type1 faults the BAR in, and vfio-pci's fault says no): a
+ * mapping without the access asked for, a BAR whose memory decode is off
+ * or whose device sleeps; the mapping stays if either happens later, as
+ * it does with type1. Returns pages recorded, 0 when vma is no such
+ * mapping (or disagrees), -EFAULT when refused. The device file is held
+ * until the mapping is written (zp_pinned_hold_file()). Caller holds the
+ * mmap lock for reading, and takes vdev->memory_lock under it, in the
+ * order of vfio-pci's own fault handler.
  */
 static long zp_pin_vfio_bar(struct zp_pin_walk *w, struct vm_area_struct *vma,
 			    unsigned long addr, unsigned long npages)
 {
+	struct vfio_pci_core_device *vdev;
 	unsigned long pfn, pages, mapped, n;
+	bool accessible;
 	int ret;
 
-	if (!zp_vfio_bar_pfn(vma, addr, &pfn, &pages))
+	vdev = zp_vfio_bar_pfn(vma, addr, &pfn, &pages);
+	if (!vdev)
 		return 0;
-	if (w->write && !(vma->vm_flags & VM_WRITE))
+	if (!(vma->vm_flags & (w->write ? VM_WRITE : VM_READ)))
+		return -EFAULT;
+	down_read(&vdev->memory_lock);
+	accessible = zp_vfio_pci_bar_accessible(vdev);
+	up_read(&vdev->memory_lock);
+	if (!accessible)
 		return -EFAULT;
 	if (!zp_follow_pfnmap(vma, addr, false, &mapped, &n) && mapped != pfn) {
 		pr_warn_once("vfio-pci BAR at %#lx maps pfn %#lx, not %#lx: walking it\n",
@@ -544,7 +576,7 @@ again:
 		ret = 0;
 	while (!ret && done < npages && (a = addr + (done << PAGE_SHIFT)) < vma->vm_end) {
 		ret = zp_follow_pfnmap(vma, a, w->write, &pfn, &n);
-		zp_stat_inc(pfnmap_lookups);
+		w->pfnmap_lookups++;
 		if (ret == -ENOENT && !faulted) {
 			unlocked = false;
 			faulted = true;
@@ -687,13 +719,14 @@ static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long
  * per run: shared atomics stay out of the pin loop. Released runs come off
  * pages_pinned in zp_pinned_release_runs().
  */
-static void zp_pin_publish(const struct zp_pinned *p, unsigned long gup_calls)
+static void zp_pin_publish(const struct zp_pinned *p, const struct zp_pin_walk *w)
 {
 	zp_stat_add(pages_pinned, p->npages - p->mmio_pages);
 	zp_stat_add(pages_pinned_total, p->npages - p->mmio_pages);
 	zp_stat_add(mmio_pages, p->mmio_pages);
 	zp_stat_add(runs, p->nruns);
-	zp_stat_add(gup_calls, gup_calls);
+	zp_stat_add(gup_calls, w->gup_calls);
+	zp_stat_add(pfnmap_lookups, w->pfnmap_lookups);
 }
 
 int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
@@ -723,7 +756,7 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 	}
 	kvfree(w.pages);
 	zp_return_credit(p);
-	zp_pin_publish(p, w.gup_calls);
+	zp_pin_publish(p, &w);
 	if (got >= 0)
 		return 0;
 	zp_pinned_release_runs(p, false);

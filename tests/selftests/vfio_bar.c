@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <linux/pci_regs.h>
@@ -241,28 +242,86 @@ TEST_F(bar, iova_only_page_congruent_to_the_bar)
 }
 
 /*
- * With memory decode off, type1 cannot fault the BAR in and fails the map
- * (EFAULT); zeropin needs no fault and maps it, as type1 keeps a mapping
- * whose decode goes off later. Either way DMA reaches the BAR once decode
- * is back on.
+ * With memory decode off vfio-pci lets no fault map the BAR: type1 fails
+ * the map (EFAULT), and zeropin, which needs no fault, refuses it the
+ * same way. Once decode is back on, the map works and DMA reaches the BAR.
+ * (A mapping whose decode goes off later stays, with both: vfio_p2p.)
  */
-TEST_F(bar, mapped_while_memory_decode_is_off)
+TEST_F(bar, refused_while_memory_decode_is_off)
 {
 	int ret;
 
 	ASSERT_EQ(0, __vfio_pci_command(self->gpu.device, self->gpu.config_offset, 0,
-						PCI_COMMAND_MEMORY));
+					PCI_COMMAND_MEMORY));
 	ret = __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW);
 	ASSERT_EQ(0, __vfio_pci_command(self->gpu.device, self->gpu.config_offset,
-						PCI_COMMAND_MEMORY, 0));
-	if (variant->driver == DRIVER_TYPE1) {
-		ASSERT_EQ(-EFAULT, ret);
-		ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
-	} else {
-		ASSERT_EQ(0, ret);
-	}
+					PCI_COMMAND_MEMORY, 0));
+	ASSERT_EQ(-EFAULT, ret);
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
 	bar_round_trip(IOVA_BAR, self->size - 4096);
 	vfio_unmap(self->container, IOVA_BAR, self->size);
+}
+
+/* A BAR mmap the process may not even read (PROT_NONE): refused for
+ * reading and writing alike, as type1's fault refuses it; nothing stays
+ * taken. */
+TEST_F(bar, bar_mapping_without_access_is_refused)
+{
+	uint8_t *none;
+
+	none = gpu_bar_mmap(&self->gpu, 0, self->size, PROT_NONE);
+	ASSERT_NE(MAP_FAILED, none);
+	EXPECT_EQ(-EFAULT, __vfio_map(self->container, none, IOVA_BAR, self->size,
+				      VFIO_DMA_MAP_FLAG_READ));
+	EXPECT_EQ(-EFAULT, __vfio_map(self->container, none, IOVA_BAR, self->size, RW));
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, self->size, RW));
+	bar_round_trip(IOVA_BAR, 0);
+	vfio_unmap(self->container, IOVA_BAR, self->size);
+	munmap(none, self->size);
+}
+
+/*
+ * One MAP_DMA over a BAR mmapped in pieces, each through a device fd of
+ * its own, more of them than zeropin holds device files for (4): it
+ * writes such a mapping the cautious way, under its revocation lock,
+ * without reclaim, in 1 GiB steps. DMA reaches every piece; with zeropin
+ * the munmap of one piece takes the whole mapping out.
+ */
+#define BAR_PIECES	5
+
+TEST_F(bar, bar_mapped_through_more_device_fds_than_are_held)
+{
+	uint64_t piece = self->size / 8, len = piece * BAR_PIECES, unmapped = 0;
+	int fds[BAR_PIECES], i;
+	uint8_t *area;
+
+	area = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	ASSERT_NE(MAP_FAILED, area);
+	for (i = 0; i < BAR_PIECES; i++) {
+		fds[i] = ioctl(self->gpu.group, VFIO_GROUP_GET_DEVICE_FD, self->gpu.bdf);
+		ASSERT_LE(0, fds[i]);
+		ASSERT_NE(MAP_FAILED, mmap(area + i * piece, piece, PROT_READ | PROT_WRITE,
+					   MAP_SHARED | MAP_FIXED, fds[i],
+					   self->gpu.bar_offset + i * piece));
+	}
+	ASSERT_EQ(0, __vfio_map(self->container, area, IOVA_BAR, len, RW));
+	for (i = 0; i < BAR_PIECES; i++) {
+		bar_round_trip(IOVA_BAR, i * piece);
+		bar_round_trip(IOVA_BAR, (i + 1) * piece - 4096);
+	}
+	if (variant->driver == DRIVER_ZEROPIN) {
+		long revoked = iommu_counter("mmio_revoked");
+
+		ASSERT_EQ(0, munmap(area + 2 * piece, piece));
+		EXPECT_EQ(revoked + 1, iommu_counter("mmio_revoked"));
+		EXPECT_EQ(0, dma_write_lands(IOVA_BAR, 0));
+		EXPECT_EQ(0, dma_write_lands(IOVA_BAR + len - 4096, len - 4096));
+	}
+	ASSERT_EQ(0, __vfio_unmap(self->container, IOVA_BAR, len, 0, &unmapped));
+	EXPECT_EQ(len, unmapped);
+	munmap(area, len);
+	for (i = 0; i < BAR_PIECES; i++)
+		close(fds[i]);
 }
 
 /*
@@ -270,8 +329,10 @@ TEST_F(bar, mapped_while_memory_decode_is_off)
  * only): with share_domains=0 the edu's group gets a domain of its own
  * when it joins a container whose mapping is the whole 64 GiB BAR (the
  * largest GPU stand-in). The replay writes it without the pin's device
- * file, under revoke_lock; the edu's DMA then reaches the BAR's last page
- * through its own domain.
+ * file, under revoke_lock, without reclaim, in 1 GiB steps; at an IOVA
+ * only 4 KiB-congruent to the BAR that is 16 M entries, 128 MiB of page
+ * tables. The edu's DMA then reaches the BAR's first, middle and last
+ * page through its own domain.
  */
 FIXTURE(bar_replay) {
 	struct edu edu;
@@ -280,6 +341,13 @@ FIXTURE(bar_replay) {
 	struct buffer ram;
 	uint8_t *bar;
 };
+
+FIXTURE_VARIANT(bar_replay) {
+	uint64_t iova;		/* where the BAR is mapped */
+};
+
+FIXTURE_VARIANT_ADD(bar_replay, gib_aligned) { .iova = IOVA_BAR };
+FIXTURE_VARIANT_ADD(bar_replay, page_congruent) { .iova = IOVA_BAR + 4096 };
 
 FIXTURE_SETUP(bar_replay)
 {
@@ -318,7 +386,7 @@ TEST_F(bar_replay, bar_mapping_replayed_into_a_joining_domain)
 	uint64_t size = self->gpu.bar_size;
 	long domains;
 
-	ASSERT_EQ(0, __vfio_map(self->container, self->bar, IOVA_BAR, size, RW));
+	ASSERT_EQ(0, __vfio_map(self->container, self->bar, variant->iova, size, RW));
 	ASSERT_EQ(0, __zeropin_param_write("share_domains", 0));
 	domains = iommu_counter("domains");
 	edu_open(&self->edu, 0);
@@ -326,8 +394,8 @@ TEST_F(bar_replay, bar_mapping_replayed_into_a_joining_domain)
 	EXPECT_EQ(domains + 1, iommu_counter("domains"));
 	edu_get_device(&self->edu);
 	vfio_map(self->container, self->ram.addr, IOVA_RAM, RAM_SIZE);
-	ASSERT_EQ(0, __bar_verify(&probe, self->bar, IOVA_BAR, size));
-	vfio_unmap(self->container, IOVA_BAR, size);
+	ASSERT_EQ(0, __bar_verify(&probe, self->bar, variant->iova, size));
+	vfio_unmap(self->container, variant->iova, size);
 }
 
 TEST_HARNESS_MAIN
