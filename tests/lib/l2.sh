@@ -158,6 +158,38 @@ vfio_count_read() {
 		END { printf "%d %d %d %d\n", maps, unmaps, bytes / 1048576, resets }' "$VFIO_COUNT/trace")"
 }
 
+# Time inside MAP_DMA and UNMAP_DMA too (after vfio_count_arm): a return
+# probe on VFIO's container ioctl, recorded beside the entries; each entry
+# pairs with its thread's next return (a thread's ioctls do not overlap);
+# one clock for every CPU (mono), as the two may run on different ones.
+vfio_time_arm() {
+	local t=/sys/kernel/tracing
+	grep -q zp_l2_ioctl_ret "$t/kprobe_events" ||
+		echo 'r:zp_l2_ioctl_ret vfio_fops_unl_ioctl' >>"$t/kprobe_events" || return 1
+	echo mono >"$VFIO_COUNT/trace_clock" &&
+		echo 1 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl_ret/enable"
+}
+
+# VFIO_MS: ms inside MAP_DMA and UNMAP_DMA since the last vfio_count_reset.
+vfio_time_read() {
+	VFIO_MS=$(awk '
+		{
+			tid = $1; sub(/.*-/, "", tid); ts = ""
+			for (i = 2; i <= NF; i++)
+				if ($i ~ /^[0-9]+\.[0-9]+:$/) { ts = substr($i, 1, length($i) - 1); break }
+		}
+		/ zp_l2_ioctl: / { start[tid] = ts }
+		/ zp_l2_ioctl_ret: / && (tid in start) { total += ts - start[tid]; delete start[tid] }
+		END { printf "%.0f\n", total * 1000 }' "$VFIO_COUNT/trace")
+}
+
+# Stop timing and remove the return probe (before vfio_count_disarm).
+vfio_time_disarm() {
+	[ -d "$VFIO_COUNT" ] || return 0
+	echo 0 >"$VFIO_COUNT/events/kprobes/zp_l2_ioctl_ret/enable"
+	echo '-:zp_l2_ioctl_ret' >>/sys/kernel/tracing/kprobe_events
+}
+
 # Stop recording and remove the kprobe.
 vfio_count_disarm() {
 	local t=/sys/kernel/tracing
