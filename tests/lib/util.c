@@ -87,3 +87,18 @@ int __write_file(const char *path, const char *s)
 	close(fd);
 	return ret;
 }
+
+long free_memory_kb(void)
+{
+	long kb = proc_file_kb("/proc/meminfo", "MemFree"), pages = 0, n;
+	char line[256];
+	FILE *f = fopen("/proc/zoneinfo", "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " count: %ld", &n) == 1)
+			pages += n;
+	fclose(f);
+	return kb < 0 ? kb : kb + pages * 4;
+}

@@ -22,6 +22,10 @@ bool all_bytes(const void *p, int c, size_t len);
  * (e.g. "VmLck"). */
 long proc_file_kb(const char *path, const char *field);
 long proc_status_kb(const char *field);
+/* Free memory in kB: MemFree plus the pages parked on the per-CPU free
+ * lists (/proc/zoneinfo "count:"), which MemFree leaves out and which 6.12
+ * grows to tens of MiB right after a large free (a dead child's, say). */
+long free_memory_kb(void);
 
 /* Write s to a (sysfs, procfs) file in one write(); 0 or -errno. */
 int __write_file(const char *path, const char *s);

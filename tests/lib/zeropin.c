@@ -149,6 +149,14 @@ void zfs_mount(const char *dir, const char *opts)
 		test_fail("mount zeropinfs", ret);
 }
 
+void zfs_mount_fresh(const char *opts)
+{
+	umount2(ZFS_MNT, MNT_DETACH);
+	if (access("/sys/module/zeropin", F_OK))
+		zeropin_load("");
+	zfs_mount(ZFS_MNT, opts);
+}
+
 void zfs_umount(const char *dir)
 {
 	if (umount(dir))

@@ -45,6 +45,9 @@ int __zeropin_param_write(const char *name, long value);
 int __zfs_mount(const char *dir, const char *opts);
 void zfs_mount(const char *dir, const char *opts);
 void zfs_umount(const char *dir);
+/* A fresh mount at ZFS_MNT, zeropin loaded first if it is not (whichever
+ * driver serves VFIO: a type1 test may pin zeropinfs memory too). */
+void zfs_mount_fresh(const char *opts);
 
 /* Create (O_RDWR, truncate) path and size it; returns the fd. */
 int zfs_create(const char *path, size_t size);

@@ -29,28 +29,8 @@
  * test's own page tables); a leak of what was pinned is several times it. */
 #define FREE_SLACK_KB	(64 * 1024)
 
-/*
- * Free memory in kB: MemFree plus the pages parked on the per-CPU free
- * lists (/proc/zoneinfo "count:"), which MemFree leaves out and which 6.12
- * grows to tens of MiB right after a large free, as the dead child's.
- */
-static long free_kb(void)
-{
-	long kb = proc_file_kb("/proc/meminfo", "MemFree"), pages = 0, n;
-	char line[256];
-	FILE *f = fopen("/proc/zoneinfo", "r");
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, " count: %ld", &n) == 1)
-			pages += n;
-	fclose(f);
-	return kb < 0 ? kb : kb + pages * 4;
-}
-
 FIXTURE(kill) {
-	long memfree;		/* free memory before the child, kB (free_kb()) */
+	long memfree;		/* free memory before the child, kB (free_memory_kb()) */
 };
 
 FIXTURE_VARIANT(kill) {
@@ -63,7 +43,7 @@ FIXTURE_VARIANT_ADD(kill, zeropin) { .driver = DRIVER_ZEROPIN };
 FIXTURE_SETUP(kill)
 {
 	vfio_driver_use(variant->driver);
-	self->memfree = free_kb();
+	self->memfree = free_memory_kb();
 	ASSERT_LT(0, self->memfree);
 }
 
@@ -117,7 +97,7 @@ TEST_F(kill, sigkill_during_a_large_map_releases_every_pin)
 		EXPECT_EQ(0, iommu_counter("pages_pinned"));
 		EXPECT_EQ(0, iommu_counter("containers"));
 	}
-	EXPECT_LT(self->memfree - FREE_SLACK_KB, free_kb());
+	EXPECT_LT(self->memfree - FREE_SLACK_KB, free_memory_kb());
 	/* the device is free again */
 	container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
 	edu_close(&edu);

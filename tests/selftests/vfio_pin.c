@@ -57,11 +57,8 @@ FIXTURE_TEARDOWN(pin)
 /* A fresh zeropinfs mount (zeropin loaded, whichever driver serves VFIO). */
 static void mount_zeropinfs(enum vfio_driver driver)
 {
-	umount2(ZFS_MNT, MNT_DETACH);
-	if (access("/sys/module/zeropin", F_OK))
-		zeropin_load("");
+	zfs_mount_fresh("size=64M");
 	vfio_driver_use(driver);
-	zfs_mount(ZFS_MNT, "size=64M");
 }
 
 /* The device writes LEN bytes of c at iova (through its buffer). */

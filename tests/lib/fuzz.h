@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fuzz.h - seeded, bounded fuzzing for the selftests: a PRNG whose seed is
+ * printed (a failing run replays with FUZZ_SEED=N), and a budget of calls
+ * and seconds after which a fuzzer stops by itself.
+ *
+ * Environment: FUZZ_SEED  the seed           [DEFAULT: from the clock]
+ *              FUZZ_CALLS calls per run      [DEFAULT: the fuzzer's own]
+ *              FUZZ_SECONDS seconds per run  [DEFAULT: the fuzzer's own]
+ */
+#ifndef FUZZ_H
+#define FUZZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fuzz {
+	uint64_t seed;			/* what the run started from */
+	uint64_t state;			/* splitmix64 state */
+	unsigned long calls;		/* calls made so far */
+	unsigned long max_calls;	/* budget: calls */
+	double deadline_ms;		/* budget: now_ms() at which to stop */
+};
+
+/* Seed (FUZZ_SEED or the clock) and budget (the environment, else the
+ * defaults given); prints "# NAME: seed N, at most C calls in S s". */
+void fuzz_init(struct fuzz *f, const char *name, unsigned long calls, unsigned int seconds);
+/* Whether the budget has room for one more call (and counts it). */
+bool fuzz_next_call(struct fuzz *f);
+/* A uniformly random 64-bit value. */
+uint64_t fuzz_u64(struct fuzz *f);
+/* A random value in [0, n); 0 when n is 0. */
+uint64_t fuzz_below(struct fuzz *f, uint64_t n);
+/* One of the n values v, at random. */
+uint64_t fuzz_pick(struct fuzz *f, const uint64_t *v, size_t n);
+#define FUZZ_PICK(f, ...) \
+	fuzz_pick((f), (const uint64_t[]){ __VA_ARGS__ }, \
+		  sizeof((const uint64_t[]){ __VA_ARGS__ }) / sizeof(uint64_t))
+/* Fill len bytes with random ones. */
+void fuzz_fill(struct fuzz *f, void *p, size_t len);
+
+#endif /* FUZZ_H */
