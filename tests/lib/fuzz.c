@@ -28,6 +28,8 @@ void fuzz_init(struct fuzz *f, const char *name, unsigned long calls, unsigned i
 	f->calls = 0;
 	f->max_calls = env_ulong("FUZZ_CALLS", calls);
 	secs = env_ulong("FUZZ_SECONDS", seconds);
+	if (secs > FUZZ_MAX_SECONDS)
+		secs = FUZZ_MAX_SECONDS;
 	f->deadline_ms = now_ms() + secs * 1000.0;
 	printf("# %s: seed %llu (replay: FUZZ_SEED=%llu), at most %lu calls in %lu s\n", name,
 	       (unsigned long long)f->seed, (unsigned long long)f->seed, f->max_calls, secs);
@@ -39,6 +41,7 @@ bool fuzz_next_call(struct fuzz *f)
 	if (f->calls >= f->max_calls || now_ms() >= f->deadline_ms)
 		return false;
 	f->calls++;
+	f->state = f->seed ^ (f->calls * 0xd1b54a32d192ed03ull);
 	return true;
 }
 

@@ -6,7 +6,10 @@
  *
  * Environment: FUZZ_SEED  the seed           [DEFAULT: from the clock]
  *              FUZZ_CALLS calls per run      [DEFAULT: the fuzzer's own]
- *              FUZZ_SECONDS seconds per run  [DEFAULT: the fuzzer's own]
+ *              FUZZ_SECONDS seconds per run, at most FUZZ_MAX_SECONDS
+ *                                            [DEFAULT: the fuzzer's own]
+ * Each call's draws start from (seed, call number), so a run's requests
+ * stay the same when timing changes what earlier calls achieved.
  */
 #ifndef FUZZ_H
 #define FUZZ_H
@@ -14,6 +17,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* A fuzzing test's harness timeout is 600 s; the run stops in time for
+ * the checks after it. Longer: more runs, each with its own seed. */
+#define FUZZ_MAX_SECONDS	540
 
 struct fuzz {
 	uint64_t seed;			/* what the run started from */

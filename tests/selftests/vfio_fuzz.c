@@ -46,6 +46,7 @@
 #define IOVA_SLOT	(4ull << 20)	/* requests land on slots, so they collide */
 #define IOVA_SLOTS	64
 #define IOVA_CHILD	0x200000000ull	/* where forked children map */
+#define IOVA_FINAL	0x300000000ull	/* the end's fresh mappings */
 #define SRC_SIZE	(8ul << 20)	/* each source of memory */
 #define MAX_LIVE	1024		/* mappings the model keeps */
 #define PAGE		4096ull
@@ -278,7 +279,7 @@ static bool fuzz_unmap(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metada
 {
 	struct fuzz *f = &self->f;
 	struct vfio_iommu_type1_dma_unmap u;
-	uint64_t want, iova, last;
+	uint64_t want, iova, last, r = fuzz_u64(f);
 	bool all;
 
 	fuzz_fill(f, &u, sizeof(u));
@@ -287,8 +288,8 @@ static bool fuzz_unmap(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metada
 	u.flags = FUZZ_PICK(f, 0, 0, 0, 0, VFIO_DMA_UNMAP_FLAG_ALL,
 			    VFIO_DMA_UNMAP_FLAG_GET_DIRTY_BITMAP, VFIO_DMA_UNMAP_FLAG_VADDR,
 			    fuzz_u64(f));
-	if (self->nlive && fuzz_below(f, 2)) {
-		struct live *l = &self->live[fuzz_below(f, self->nlive)];
+	if (self->nlive && (r & 1)) {
+		struct live *l = &self->live[(r >> 1) % self->nlive];
 
 		u.iova = l->iova;
 		u.size = FUZZ_PICK(f, l->size, l->size, l->size - PAGE, l->size + IOVA_SLOT * 3);
@@ -401,12 +402,14 @@ static bool fuzz_fork_map(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_met
 		.iova = IOVA_CHILD + fuzz_below(f, 64) * IOVA_SLOT,
 		.size = (fuzz_below(f, 8) + 1) * PAGE,
 	};
-	int status, ms;
+	int status = 0, ms;
 	pid_t pid;
 
 	if (self->nlive == MAX_LIVE)
 		return true;
 	pid = fork();
+	if (pid < 0)
+		return true;	/* no child, no mapping */
 	if (!pid)
 		_exit(ioctl(self->container, VFIO_IOMMU_MAP_DMA, &m) ? 1 : 0);
 	for (ms = 0; ms < CHILD_MS && waitpid(pid, &status, WNOHANG) == 0; ms += 10)
@@ -424,16 +427,25 @@ static bool fuzz_fork_map(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_met
 	return true;
 }
 
-/* Mapping i, if it maps RAM nobody changed since, both ways: reached by
- * edu DMA. Returns false when the DMA did not arrive. */
-static bool verify_one(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metadata, int i)
+/* Whether mapping i maps RAM read-write that nobody changed since. */
+static bool checkable(FIXTURE_DATA(fuzz) *self, int i)
 {
 	uint32_t rw = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE;
 	struct live *l = &self->live[i];
-	struct source *s = l->src >= 0 ? &self->src[l->src] : NULL;
+
+	return l->src >= 0 && self->src[l->src].ram && self->src[l->src].gen == l->gen &&
+	       (l->flags & rw) == rw;
+}
+
+/* Mapping i, if checkable, both ways: reached by edu DMA. Returns false
+ * when the DMA did not arrive. */
+static bool verify_one(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metadata, int i)
+{
+	struct live *l = &self->live[i];
+	struct source *s = &self->src[l->src];
 	int ret;
 
-	if (!s || !s->ram || s->gen != l->gen || (l->flags & rw) != rw)
+	if (!checkable(self, i))
 		return true;
 	ret = __edu_verify(&self->edu, s->addr + l->off, l->iova, l->size);
 	EXPECT_EQ(0, ret) TH_LOG("mapping at %#llx of %llu bytes", (unsigned long long)l->iova,
@@ -442,12 +454,42 @@ static bool verify_one(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metada
 	return !ret;
 }
 
+/* One checkable mapping, picked by r; true when there is none. */
+static bool verify_any(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metadata, uint64_t r)
+{
+	int idx[MAX_LIVE], n = 0;
+
+	for (int i = 0; i < self->nlive; i++)
+		if (checkable(self, i))
+			idx[n++] = i;
+	return !n || verify_one(self, _metadata, idx[r % n]);
+}
+
+/* Every checkable mapping; then each RAM source whole, mapped afresh at
+ * IOVA_FINAL, so that every run proves at least that much by DMA. */
 static bool verify_live(FIXTURE_DATA(fuzz) *self, struct __test_metadata *_metadata)
 {
+	int src[] = { SRC_ANON, SRC_THP, SRC_ZFS };
+	struct vfio_iommu_type1_dma_map m = {
+		.argsz = sizeof(m),
+		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+	};
 	bool ok = true;
 
 	for (int i = 0; i < self->nlive; i++)
 		ok &= verify_one(self, _metadata, i);
+	for (int k = 0; k < 3 && self->nlive < MAX_LIVE; k++) {
+		m.vaddr = (uintptr_t)self->src[src[k]].addr;
+		m.iova = IOVA_FINAL + k * SRC_SIZE;
+		m.size = SRC_SIZE;
+		if (ioctl(self->container, VFIO_IOMMU_MAP_DMA, &m)) {
+			TH_LOG("MAP_DMA of source %d whole: %s", src[k], strerror(errno));
+			ok = false;
+			continue;
+		}
+		live_add(self, &m, src[k], 0);
+		ok &= verify_one(self, _metadata, self->nlive - 1);
+	}
 	return ok;
 }
 
@@ -472,14 +514,15 @@ TEST_F_TIMEOUT(fuzz, random_calls_lose_nothing_and_leak_nothing, 600)
 			fuzz_other_ioctl(self);
 		else if (op < 93)
 			fuzz_mutate(self);
-		else if (op < 97 && self->nlive)
-			ok = verify_one(self, _metadata, fuzz_below(&self->f, self->nlive));
+		else if (op < 97)
+			ok = verify_any(self, _metadata, fuzz_u64(&self->f));
 		else if (op >= 97)
 			ok = fuzz_fork_map(self, _metadata);
 	}
 	self->stop = true;
 	pthread_join(self->racer, NULL);
 	ok &= verify_live(self, _metadata);
+	EXPECT_LE(3, self->verified) TH_LOG("too few mappings proven by DMA to mean anything");
 	for (i = 0; i < self->nlive; i++)
 		total += self->live[i].size;
 	EXPECT_EQ(0, __vfio_unmap(self->container, 0, 0, VFIO_DMA_UNMAP_FLAG_ALL, &unmapped));
