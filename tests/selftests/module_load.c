@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * module_load - zeropin.ko loads into the lab kernel, shows its version in
- * sysfs, refuses a second load, and unloads leaving nothing behind.
+ * sysfs, refuses a second load, refuses to unload while a VFIO container
+ * uses it, and unloads leaving nothing behind, LOAD_CYCLES times over.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -11,11 +12,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/vfio.h>
+
 #include "kselftest_harness.h"
+#include "backing.h"
+#include "util.h"
+#include "vfio_driver.h"
+#include "vfio_edu.h"
 #include "zeropin.h"
 
-/* Load/unload rounds: enough to catch a leaked kobject or sysfs entry. */
-#define LOAD_CYCLES	20
+/* Load/unload rounds, each with a small pool zeroed and freed: enough to
+ * catch a leaked kobject, sysfs entry or page (issue 12 asks for 100). */
+#define LOAD_CYCLES	100
+/* Free memory may wander this much for reasons of its own (slab, page
+ * cache); a pool's worth of pages leaked per cycle is far more. */
+#define FREE_SLACK_KB	(32 * 1024)
+#define IOVA_BASE	0x100000000ull
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -104,15 +116,48 @@ TEST_F(module, pool_mib_parameter_sets_the_target)
 	EXPECT_EQ(-1, access(ZEROPIN_SYSFS, F_OK));
 }
 
-TEST_F(module, load_unload_cycles)
+/* LOAD_CYCLES loads, each with a 4 MiB pool zeroed, and unloads: nothing
+ * left behind (kmemleak, in the debug lab kernel, sees the rest). Prints
+ * the line make check's reliability summary reads:
+ *   # load-unload: N cycles, free memory K kB from where it started
+ */
+TEST_F_TIMEOUT(module, load_unload_cycles, 600)
 {
+	long free0 = free_memory_kb();
 	int i;
 
 	for (i = 0; i < LOAD_CYCLES; i++) {
-		ASSERT_EQ(0, __zeropin_load(""));
+		ASSERT_EQ(0, __zeropin_load("pool_mib=4"));
+		ASSERT_EQ(0, pool_wait("zero_mib", 4, 30000));
 		ASSERT_EQ(0, __zeropin_unload());
 	}
 	EXPECT_EQ(-1, access(ZEROPIN_SYSFS, F_OK));
+	printf("# load-unload: %d cycles, free memory %+ld kB from where it started\n",
+	       LOAD_CYCLES, free_memory_kb() - free0);
+	EXPECT_LT(free0 - FREE_SLACK_KB, free_memory_kb());
+}
+
+/* While a VFIO container is served by zeropin, with a mapping in it, the
+ * module cannot go: unload is refused and the mapping still works; once
+ * the container is closed it unloads. */
+TEST_F(module, unload_refused_while_a_container_uses_it)
+{
+	struct buffer buf;
+	struct edu edu;
+	int container;
+
+	if (!edu_count())
+		SKIP(return, "no edu device");
+	vfio_driver_use(DRIVER_ZEROPIN);
+	buffer_alloc(&buf, BACKING_ANON_4K, SZ_2M);
+	container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
+	vfio_map(container, buf.addr, IOVA_BASE, SZ_2M);
+	EXPECT_EQ(-EAGAIN, __zeropin_unload());
+	EXPECT_EQ(0, __edu_verify(&edu, buf.addr, IOVA_BASE, SZ_2M));
+	edu_close(&edu);
+	close(container);
+	buffer_free(&buf);
+	EXPECT_EQ(0, __zeropin_unload());
 }
 
 TEST_HARNESS_MAIN
