@@ -48,7 +48,7 @@ USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
 CLAIM=/sys/module/zeropin/parameters/claim_type1v2
 L2_INITRD=/tests/nested/l2-edu.cpio
 TOGGLES=8		# L2's memory decode off/on cycles
-L2_BOOTS=3		# boots of an L2 whose kernel dies before /init (nested TCG)
+L2_BOOTS=3		# boots of an L2 whose kernel dies before /init (nested TCG's early text patching)
 DIMM_MIB=128		# one memory block of L2's
 TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
@@ -157,9 +157,10 @@ run_l2_edu() {
 	local boots=1
 	boot_l2_edu "$@"
 	while [ -z "$BAR" ] && grep -q 'Kernel panic' /tmp/l2.console && [ "$boots" -lt "$L2_BOOTS" ]; do
-		# the L2 kernel died while booting, before /init touched the edu
-		# (nested TCG: 2 of 11 such boots in the lab, with the cache on,
-		# and once twice in a row; cause not established): again, and
+		# the L2 kernel died while booting, before /init touched the edu:
+		# nested TCG, about one boot in ten, with anonymous L2 RAM as
+		# with zeropinfs (a GPF at the IRET of text_poke_early's
+		# sync_core, static calls patched in apparmor_init): again, and
 		# say so
 		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
 		save_l2_death
