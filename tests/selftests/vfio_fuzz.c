@@ -527,7 +527,7 @@ TEST_F_TIMEOUT(fuzz, random_calls_lose_nothing_and_leak_nothing, 600)
 		total += self->live[i].size;
 	EXPECT_EQ(0, __vfio_unmap(self->container, 0, 0, VFIO_DMA_UNMAP_FLAG_ALL, &unmapped));
 	EXPECT_EQ(total, unmapped);
-	printf("# %s: seed %llu, %lu calls: %lu maps and %lu unmaps done, %lu refused, "
+	printf("# vfio_fuzz %s: seed %llu, %lu calls: %lu maps and %lu unmaps done, %lu refused, "
 	       "%lu mappings proven by DMA\n", vfio_driver_name(variant->driver),
 	       (unsigned long long)self->f.seed, self->f.calls, self->maps_ok, self->unmaps_ok,
 	       self->refused, self->verified);
