@@ -27,6 +27,14 @@
  * it comes from the allocator; at hand-out, on the fault path, only the
  * flags memory failure sets on the folio itself are looked at.
  *
+ * Staying out of the VMs' way: the kthreads run SCHED_IDLE, on their node's
+ * CPUs or on the housekeeping CPUs the admin names (zero_cpus), at most
+ * zero_rate_mib MiB/s each (an idle CPU is not an idle memory bus:
+ * non-temporal zeroing can take a socket's bandwidth from the VMs on the
+ * other cores). The CPU time spent zeroing, in the kthreads and on faults'
+ * paths, is counted (debugfs zeroing_idle_ms, zeroing_sync_ms) besides
+ * being the kthreads' own (zeropin/N in ps).
+ *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
  * refill then waits POOL_SHRINK_BACKOFF before taking memory again.
@@ -81,6 +89,27 @@ MODULE_PARM_DESC(pool_mib,
 	"Initial size of the pre-zeroed pool, in MiB, split across NUMA nodes; "
 	"change at run time in /sys/kernel/zeropin/pool/target_mib [DEFAULT: 0]");
 
+static unsigned int zero_rate_mib;
+module_param(zero_rate_mib, uint, 0644);
+MODULE_PARM_DESC(zero_rate_mib,
+	"Cap on each zeroing kthread's (one per NUMA node) idle-time zeroing, "
+	"in MiB/s; 0 for none. Zeroing on a fault's path is never held back. "
+	"Writable at run time by root [DEFAULT: 0]");
+
+static struct cpumask zero_cpus_mask;	/* zero_cpus as parsed; empty: the default */
+static int zero_cpus_set(const char *val, const struct kernel_param *kp);
+static int zero_cpus_get(char *buf, const struct kernel_param *kp);
+static const struct kernel_param_ops zero_cpus_ops = {
+	.set = zero_cpus_set,
+	.get = zero_cpus_get,
+};
+module_param_cb(zero_cpus, &zero_cpus_ops, NULL, 0644);
+MODULE_PARM_DESC(zero_cpus,
+	"CPUs the zeroing kthreads may run on, as a CPU list (0-3,8); each "
+	"node's kthread takes those of its node, or all listed when none is; "
+	"empty for the default. Writable at run time by root "
+	"[DEFAULT: empty, each kthread on its node's CPUs]");
+
 struct node_pool {
 	int nid;			/* NUMA node the blocks come from */
 	spinlock_t lock;		/* protects the lists and counts below */
@@ -113,11 +142,14 @@ struct pool_counters {
 	atomic_long_t refill_failed;	/* refill allocations that failed */
 	atomic_long_t inuse;		/* blocks in files right now */
 	atomic_long_t poisoned;		/* blocks set aside: a page was poisoned */
+	atomic64_t zeroing_idle_ns;	/* CPU time the kthreads spent zeroing */
+	atomic64_t zeroing_sync_ns;	/* ... and faults' paths spent zeroing */
+	atomic64_t throttled_ns;	/* time the kthreads slept for zero_rate_mib */
 };
 
 static struct node_pool *node_pools[MAX_NUMNODES];
 static struct pool_counters counters;
-static DEFINE_MUTEX(pool_mutex);	/* target changes vs init/exit */
+static DEFINE_MUTEX(pool_mutex);	/* target and zero_cpus changes vs init/exit */
 static unsigned long target_blocks;	/* the admin's budget, in blocks */
 static struct shrinker *pool_shrinker;
 static struct kobject *pool_kobj;
@@ -257,11 +289,36 @@ static bool may_refill(struct node_pool *np)
 	       !time_before(jiffies, np->last_get + POOL_REFILL_QUIET);
 }
 
+/*
+ * Hold the kthread to zero_rate_mib: a block that took less than its share
+ * of a second is followed by a sleep for the rest. kthread_stop() wakes the
+ * sleep early. Kthread only, no lock held.
+ */
+static void zero_throttle(u64 took_ns)
+{
+	unsigned int rate = READ_ONCE(zero_rate_mib);
+	u64 share_ns;
+	ktime_t rest;
+
+	if (!rate)
+		return;
+	share_ns = div_u64((u64)(ZP_BLOCK_SIZE >> 10) * NSEC_PER_SEC, rate * 1024U);
+	if (share_ns <= took_ns)
+		return;
+	rest = ns_to_ktime(share_ns - took_ns);
+	atomic64_add(share_ns - took_ns, &counters.throttled_ns);
+	set_current_state(TASK_INTERRUPTIBLE);
+	if (!kthread_should_stop())
+		schedule_hrtimeout(&rest, HRTIMER_MODE_REL);
+	__set_current_state(TASK_RUNNING);
+}
+
 /* Take one fresh block from the page allocator if the node may refill.
  * Kthread only; takes np->lock, drops it around the allocation. */
 static bool refill_one(struct node_pool *np)
 {
 	struct folio *folio;
+	u64 t0, took;
 
 	spin_lock(&np->lock);
 	if (!may_refill(np)) {
@@ -269,8 +326,15 @@ static bool refill_one(struct node_pool *np)
 		return false;
 	}
 	spin_unlock(&np->lock);
+	t0 = ktime_get_ns();
 	folio = have_room() ?
 		zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
+	if (folio && allocator_zeroes(POOL_GFP_REFILL)) {
+		/* the allocator zeroed it here: the same CPU time and bandwidth */
+		took = ktime_get_ns() - t0;
+		atomic64_add(took, &counters.zeroing_idle_ns);
+		zero_throttle(took);
+	}
 	if (folio && set_aside(folio, block_poisoned(folio)))
 		return true;
 	spin_lock(&np->lock);
@@ -295,6 +359,7 @@ static bool refill_one(struct node_pool *np)
 static bool zero_one(struct node_pool *np)
 {
 	struct folio *folio;
+	u64 t0, took;
 
 	spin_lock(&np->lock);
 	folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
@@ -312,7 +377,11 @@ static bool zero_one(struct node_pool *np)
 		spin_unlock(&np->lock);
 		return true;
 	}
+	t0 = ktime_get_ns();
 	zp_zero_folio(folio, true);
+	took = ktime_get_ns() - t0;
+	atomic64_add(took, &counters.zeroing_idle_ns);
+	zero_throttle(took);
 	spin_lock(&np->lock);
 	np->nr_zeroing--;
 	if (!zero_add_locked(np, folio)) {
@@ -487,8 +556,12 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 		atomic_long_inc(&counters.handed_zero);
 	} else {
 		/* zeroed on this fault's path, by the allocator or here */
-		if (!(fresh && allocator_zeroes(gfp)))
+		if (!(fresh && allocator_zeroes(gfp))) {
+			u64 t0 = ktime_get_ns();
+
 			zp_zero_folio(folio, true);
+			atomic64_add(ktime_get_ns() - t0, &counters.zeroing_sync_ns);
+		}
 		atomic_long_inc(&counters.zeroed_sync);
 	}
 	atomic_long_inc(&counters.handed_out);
@@ -727,10 +800,72 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(inuse);
 	SHOW(poisoned);
 #undef SHOW
+#define SHOW_MS(f, name) seq_printf(m, "%s %llu\n", name, \
+				    div_u64(atomic64_read(&counters.f), NSEC_PER_MSEC))
+	SHOW_MS(zeroing_idle_ns, "zeroing_idle_ms");
+	SHOW_MS(zeroing_sync_ns, "zeroing_sync_ms");
+	SHOW_MS(throttled_ns, "throttled_ms");
+#undef SHOW_MS
 	seq_printf(m, "runs_1g %lu\n", full_runs());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(counters);
+
+/* --- zero_cpus: where the kthreads run --- */
+
+/*
+ * Bind a node's kthread to the CPUs of want on its node, else to all of
+ * want (housekeeping CPUs elsewhere zero this node's memory remotely),
+ * else (want empty: the default) to its node's CPUs.
+ */
+static void node_set_cpus(struct node_pool *np, const struct cpumask *want)
+{
+	cpumask_var_t mask;
+
+	if (cpumask_empty(want) || !zalloc_cpumask_var(&mask, GFP_KERNEL)) {
+		set_cpus_allowed_ptr(np->thread, cpumask_of_node(np->nid));
+		return;
+	}
+	if (!cpumask_and(mask, want, cpumask_of_node(np->nid)))
+		cpumask_copy(mask, want);
+	set_cpus_allowed_ptr(np->thread, mask);
+	free_cpumask_var(mask);
+}
+
+/*
+ * Parse and apply zero_cpus. A list with no online CPU is refused
+ * (-EINVAL), as the kthreads could not run. Takes pool_mutex: the node
+ * pools may be coming or going (at load, this runs before they exist).
+ */
+static int zero_cpus_set(const char *val, const struct kernel_param *kp)
+{
+	cpumask_var_t mask;
+	char *list;
+	int nid, ret;
+
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return -ENOMEM;
+	list = kstrdup(val, GFP_KERNEL);
+	ret = list ? cpulist_parse(strim(list), mask) : -ENOMEM;
+	kfree(list);
+	if (!ret && !cpumask_empty(mask) && !cpumask_intersects(mask, cpu_online_mask))
+		ret = -EINVAL;
+	if (!ret) {
+		mutex_lock(&pool_mutex);
+		cpumask_copy(&zero_cpus_mask, mask);
+		for (nid = 0; nid < MAX_NUMNODES; nid++)
+			if (node_pools[nid])
+				node_set_cpus(node_pools[nid], mask);
+		mutex_unlock(&pool_mutex);
+	}
+	free_cpumask_var(mask);
+	return ret;
+}
+
+static int zero_cpus_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%*pbl\n", cpumask_pr_args(&zero_cpus_mask));
+}
 
 /* --- init and exit --- */
 
@@ -767,7 +902,7 @@ static int create_node(int nid)
 		destroy_node(np);
 		return ret;
 	}
-	set_cpus_allowed_ptr(np->thread, cpumask_of_node(nid));
+	node_set_cpus(np, &zero_cpus_mask);
 	wake_up_process(np->thread);
 	return 0;
 }
@@ -799,7 +934,9 @@ int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir)
 {
 	int ret;
 
+	mutex_lock(&pool_mutex);	/* zero_cpus_set() walks the nodes */
 	ret = create_nodes();
+	mutex_unlock(&pool_mutex);
 	if (ret)
 		goto err;
 	pool_shrinker = zp_shrinker_create("zeropin-pool", pool_count, pool_scan);
@@ -826,7 +963,9 @@ err_kobj:
 err_shrinker:
 	zp_shrinker_destroy(pool_shrinker);
 err_nodes:
+	mutex_lock(&pool_mutex);
 	destroy_nodes();
+	mutex_unlock(&pool_mutex);
 err:
 	return ret;
 }
@@ -836,5 +975,7 @@ void zp_pool_exit(void)
 	sysfs_remove_group(pool_kobj, &pool_group);
 	kobject_put(pool_kobj);
 	zp_shrinker_destroy(pool_shrinker);
+	mutex_lock(&pool_mutex);
 	destroy_nodes();
+	mutex_unlock(&pool_mutex);
 }

@@ -20,15 +20,28 @@
 
 #include "kselftest_harness.h"
 #include "kmsg.h"
+#include "util.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
 
-/* Reuse cycles of the zero guarantee test (the issue asks for >= 1000). */
-#define REUSE_CYCLES	1000
+/* Reuse cycles of the zero guarantee test: CYCLE_BLOCKS blocks each, 10,000
+ * blocks handed out again after holding a pattern (issue 12 asks for
+ * >= 10,000 reuses). */
+#define REUSE_CYCLES	2500
 /* Blocks per cycle: a few, so blocks cycle through the pool many times. */
 #define CYCLE_BLOCKS	4
+/* The warm pool of the zero guarantee test: most hand-outs come from
+ * blocks the idle kthread zeroed (it refills only after a quiet moment, so
+ * the test pauses for it whenever the pool is nearly out). */
+#define REUSE_POOL_MIB	256
 /* How long the idle kthread may take to reach a target in the lab (TCG). */
 #define POOL_SETTLE_MS	60000
+/* The rate cap test: a refill of RATE_FILL_MIB at RATE_MIB MiB/s takes
+ * RATE_FILL_MIB / RATE_MIB seconds at least (zeroing itself, even under
+ * TCG, is far faster than the cap). */
+#define RATE_MIB	16
+#define RATE_FILL_MIB	32
+#define PARAMS		"/sys/module/zeropin/parameters/"
 
 FIXTURE(pool) {
 	int unused;
@@ -67,49 +80,80 @@ FIXTURE_TEARDOWN(pool)
 	zeropin_reset();
 }
 
-/* One cycle: new file, check every byte zero (mmap and read()), fill it
- * with a pattern, let it go. */
-static bool reuse_cycle(int cycle, uint8_t *readbuf)
+/* The bytes of p[0..len) that are not zero. */
+static size_t nonzero_bytes(const uint8_t *p, size_t len)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i, n = 0;
+
+	for (i = 0; i < len / 8; i++) {
+		if (w[i])
+			n += !!(w[i] & 0xff) + !!(w[i] & 0xff00) + !!(w[i] & 0xff0000) +
+			     !!(w[i] & 0xff000000) + !!(w[i] >> 32 & 0xff) +
+			     !!(w[i] >> 40 & 0xff) + !!(w[i] >> 48 & 0xff) + !!(w[i] >> 56);
+	}
+	return n;
+}
+
+/* One cycle: new file, count its non-zero bytes (through mmap or read()),
+ * fill it with a pattern, let it go. Returns the count; -1 when the file
+ * could not be read. */
+static ssize_t reuse_cycle(int cycle, uint8_t *readbuf)
 {
 	size_t size = CYCLE_BLOCKS * SZ_2M;
 	char path[64];
-	bool zero;
+	ssize_t nonzero;
 	uint8_t *p;
 	int fd;
 
 	snprintf(path, sizeof(path), ZFS_MNT "/f%d", cycle % 3);
 	fd = zfs_create(path, size);
 	if (cycle % 2) {
-		zero = pread(fd, readbuf, size, 0) == (ssize_t)size && all_bytes(readbuf, 0, size);
+		nonzero = pread(fd, readbuf, size, 0) == (ssize_t)size ?
+			  (ssize_t)nonzero_bytes(readbuf, size) : -1;
 		p = map_file(fd, size, MAP_SHARED);
 	} else {
 		p = map_file(fd, size, MAP_SHARED);
-		zero = all_bytes(p, 0, size);
+		nonzero = nonzero_bytes(p, size);
 	}
 	memset(p, 0xa5 ^ cycle, size);
 	munmap(p, size);
 	close(fd);
 	if (cycle % 3 == 2)
 		unlink(path);	/* else the next O_TRUNC releases the blocks */
-	return zero;
+	return nonzero;
 }
 
-/* REUSE_CYCLES x CYCLE_BLOCKS blocks (8000 MiB) written and compared:
- * seconds on the Debian kernels under TCG, many times that on the debug
- * kernel of a busy machine, where the harness's default 30 s ran out. */
-TEST_F_TIMEOUT(pool, handed_out_memory_is_always_zero, 300)
+/* REUSE_CYCLES x CYCLE_BLOCKS blocks (20000 MiB) written and compared:
+ * tens of seconds on the Debian kernels under TCG, many times that on the
+ * debug kernel of a busy machine. Prints the line make check's reliability
+ * summary reads:
+ *   # reuse VARIANT: B blocks handed out and checked, N non-zero bytes
+ */
+TEST_F_TIMEOUT(pool, handed_out_memory_is_always_zero, 900)
 {
 	uint8_t *readbuf = malloc(CYCLE_BLOCKS * SZ_2M);
 	long handed, zero_from_pool, sync;
-	int cycle;
+	size_t nonzero = 0;
+	int cycle, bad = 0;
+	ssize_t n;
 
 	ASSERT_NE(NULL, readbuf);
+	if (!variant->empty)
+		pool_write("target_mib", REUSE_POOL_MIB);
 	handed = pool_counter("handed_out");
 	for (cycle = 0; cycle < REUSE_CYCLES; cycle++) {
-		ASSERT_TRUE(reuse_cycle(cycle, readbuf)) {
-			TH_LOG("cycle %d: non-zero memory handed out", cycle);
-		}
+		if (!variant->empty && pool_read("zero_mib") < CYCLE_BLOCKS * 2)
+			ASSERT_EQ(0, pool_wait("zero_mib", REUSE_POOL_MIB, POOL_SETTLE_MS));
+		n = reuse_cycle(cycle, readbuf);
+		ASSERT_LE(0, n) TH_LOG("cycle %d: the file could not be read", cycle);
+		if (n && bad++ < 5)
+			TH_LOG("cycle %d: %zd non-zero bytes handed out", cycle, n);
+		nonzero += n;
 	}
+	printf("# reuse %s: %d blocks handed out and checked, %zu non-zero bytes\n",
+	       variant->params, REUSE_CYCLES * CYCLE_BLOCKS, nonzero);
+	EXPECT_EQ(0, nonzero);
 	EXPECT_LE(handed + REUSE_CYCLES * CYCLE_BLOCKS, pool_counter("handed_out"));
 	zero_from_pool = pool_counter("handed_zero");
 	sync = pool_counter("zeroed_sync");
@@ -118,7 +162,9 @@ TEST_F_TIMEOUT(pool, handed_out_memory_is_always_zero, 300)
 	if (variant->empty) {
 		EXPECT_EQ(0, zero_from_pool);	/* all on the synchronous path */
 	} else {
-		EXPECT_LT(0, zero_from_pool);
+		/* mostly blocks the idle kthread zeroed */
+		EXPECT_LT(REUSE_CYCLES * CYCLE_BLOCKS / 2, zero_from_pool);
+		pool_write("target_mib", 32);
 	}
 	free(readbuf);
 }
@@ -243,6 +289,108 @@ TEST_F(pool, statistics_are_root_only)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Write a module parameter; 0 or a negative errno. */
+static int __param_write(const char *name, const char *val)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The CPU list node 0's zeroing kthread (zeropin/0) may run on, into buf;
+ * false when it is not found. */
+static bool kthread_cpus(char *buf, size_t len)
+{
+	char path[64], line[256];
+	bool found = false;
+	int pid;
+
+	for (pid = 2; pid < 65536 && !found; pid++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && !strcmp(line, "Name:\tzeropin/0\n")) {
+			while (fgets(line, sizeof(line), f))
+				if (sscanf(line, "Cpus_allowed_list:\t%255s", buf) == 1)
+					found = true;
+		}
+		fclose(f);
+	}
+	(void)len;
+	return found;
+}
+
+/* zero_rate_mib holds the idle refill to its rate (the time a refill takes
+ * is the contract here, not a speed claim), the kthreads' zeroing time and
+ * their throttling are counted, and 0 lifts the cap. */
+TEST(zero_rate_caps_idle_zeroing)
+{
+	long idle0, throttled0;
+	double t0, secs;
+
+	zeropin_reset();
+	zeropin_load("pool_mib=0 zero_rate_mib=16");	/* RATE_MIB */
+	idle0 = pool_counter("zeroing_idle_ms");
+	throttled0 = pool_counter("throttled_ms");
+	t0 = now_ms();
+	pool_write("target_mib", RATE_FILL_MIB);
+	ASSERT_EQ(0, pool_wait("zero_mib", RATE_FILL_MIB, POOL_SETTLE_MS));
+	secs = (now_ms() - t0) / 1000;
+	TH_LOG("%d MiB at a cap of %d MiB/s: %.2f s, %ld ms zeroing, %ld ms held back",
+	       RATE_FILL_MIB, RATE_MIB, secs, pool_counter("zeroing_idle_ms") - idle0,
+	       pool_counter("throttled_ms") - throttled0);
+	/* one block's share of slack: the first block is not held back */
+	EXPECT_LE((double)(RATE_FILL_MIB - 2) / RATE_MIB, secs);
+	EXPECT_LT(throttled0, pool_counter("throttled_ms"));
+	EXPECT_LE(idle0, pool_counter("zeroing_idle_ms"));
+	EXPECT_EQ(-EINVAL, __param_write("zero_rate_mib", "fast"));
+	EXPECT_EQ(0, __param_write("zero_rate_mib", "0"));
+	pool_write("target_mib", RATE_FILL_MIB * 4);
+	EXPECT_EQ(0, pool_wait("zero_mib", RATE_FILL_MIB * 4, POOL_SETTLE_MS));
+	zeropin_reset();
+}
+
+/* zero_cpus binds the kthreads to the CPUs listed, refuses lists with no
+ * online CPU or CPUs that do not exist, and empty brings back the default
+ * (the node's CPUs); the pool still refills on the CPU it was given. */
+TEST(zero_cpus_binds_the_kthreads)
+{
+	char cpus[256], dflt[256];
+
+	zeropin_reset();
+	zeropin_load("pool_mib=0");
+	ASSERT_TRUE(kthread_cpus(dflt, sizeof(dflt)));
+	EXPECT_EQ(0, __param_write("zero_cpus", "0"));
+	ASSERT_TRUE(kthread_cpus(cpus, sizeof(cpus)));
+	EXPECT_STREQ("0", cpus);
+	pool_write("target_mib", 16);
+	EXPECT_EQ(0, pool_wait("zero_mib", 16, POOL_SETTLE_MS));
+	EXPECT_NE(0, __param_write("zero_cpus", "100000"));
+	EXPECT_NE(0, __param_write("zero_cpus", "zero"));
+	ASSERT_TRUE(kthread_cpus(cpus, sizeof(cpus)));
+	EXPECT_STREQ("0", cpus);	/* a refused write changes nothing */
+	EXPECT_EQ(0, __param_write("zero_cpus", "\n"));
+	ASSERT_TRUE(kthread_cpus(cpus, sizeof(cpus)));
+	EXPECT_STREQ(dflt, cpus);
+	zeropin_reset();
+	/* and at load time */
+	zeropin_load("zero_cpus=0");
+	ASSERT_TRUE(kthread_cpus(cpus, sizeof(cpus)));
+	EXPECT_STREQ("0", cpus);
+	zeropin_reset();
 }
 
 TEST_HARNESS_MAIN
