@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,7 +23,8 @@
 #include "zeropin.h"
 
 /* Load/unload rounds, each with a small pool zeroed and freed: enough to
- * catch a leaked kobject, sysfs entry or page (issue 12 asks for 100). */
+ * catch a leaked kobject, sysfs entry or page (issue 12 asks for 100);
+ * LOAD_CYCLES=N in the environment for another count. */
 #define LOAD_CYCLES	100
 /* Free memory may wander this much for reasons of its own (slab, page
  * cache); a pool's worth of pages leaked per cycle is far more. */
@@ -123,17 +125,17 @@ TEST_F(module, pool_mib_parameter_sets_the_target)
  */
 TEST_F_TIMEOUT(module, load_unload_cycles, 600)
 {
+	int i, cycles = getenv("LOAD_CYCLES") ? atoi(getenv("LOAD_CYCLES")) : LOAD_CYCLES;
 	long free0 = free_memory_kb();
-	int i;
 
-	for (i = 0; i < LOAD_CYCLES; i++) {
+	for (i = 0; i < cycles; i++) {
 		ASSERT_EQ(0, __zeropin_load("pool_mib=4"));
 		ASSERT_EQ(0, pool_wait("zero_mib", 4, 30000));
 		ASSERT_EQ(0, __zeropin_unload());
 	}
 	EXPECT_EQ(-1, access(ZEROPIN_SYSFS, F_OK));
 	printf("# load-unload: %d cycles, free memory %+ld kB from where it started\n",
-	       LOAD_CYCLES, free_memory_kb() - free0);
+	       cycles, free_memory_kb() - free0);
 	EXPECT_LT(free0 - FREE_SLACK_KB, free_memory_kb());
 }
 
