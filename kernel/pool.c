@@ -31,20 +31,27 @@
  * CPUs or on the housekeeping CPUs the admin names (zero_cpus), at most
  * zero_rate_mib MiB/s each (an idle CPU is not an idle memory bus:
  * non-temporal zeroing can take a socket's bandwidth from the VMs on the
- * other cores). The CPU time spent zeroing, in the kthreads and on faults'
- * paths, is counted (debugfs zeroing_idle_ms, zeroing_sync_ms) besides
- * being the kthreads' own (zeropin/N in ps).
+ * other cores). The time spent zeroing (wall clock around it: a kthread
+ * preempted by a VM, or a refill that reclaims, counts), in the kthreads
+ * and on faults' paths, is counted (debugfs zeroing_idle_ms,
+ * zeroing_sync_ms); the kthreads' CPU time is their own (zeropin/N in ps).
+ * If every CPU listed goes offline the scheduler moves a kthread elsewhere
+ * and the binding is not restored: write zero_cpus again.
  *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
  * refill then waits POOL_SHRINK_BACKOFF before taking memory again.
  *
  * Locking: each node's lists and counts are under its spinlock, never held
- * across zeroing or allocation. pool_mutex serialises target changes with
- * init/exit. Counters are atomics.
+ * across zeroing or allocation. pool_mutex serialises target and zero_cpus
+ * changes (which walk node_pools[]) with init/exit creating and destroying
+ * the nodes; kthread_stop() runs under it, so nothing a kthread does (nor
+ * the shrinker, which reclaim may run in it) may take pool_mutex.
+ * zero_cpus is applied under cpus_read_lock() as well. Counters are atomics.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": pool: " fmt
 
+#include <linux/cpu.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/freezer.h>
@@ -291,26 +298,31 @@ static bool may_refill(struct node_pool *np)
 
 /*
  * Hold the kthread to zero_rate_mib: a block that took less than its share
- * of a second is followed by a sleep for the rest. kthread_stop() wakes the
- * sleep early. Kthread only, no lock held.
+ * of a second is followed by a sleep for the rest, once the block is in the
+ * pool (usable and reclaimable meanwhile). kthread_stop() and the freezer
+ * wake the sleep early; the freezer then gets the kthread here. Kthread
+ * only, no lock held.
  */
 static void zero_throttle(u64 took_ns)
 {
 	unsigned int rate = READ_ONCE(zero_rate_mib);
-	u64 share_ns;
+	u64 share_ns, start;
 	ktime_t rest;
 
 	if (!rate)
 		return;
-	share_ns = div_u64((u64)(ZP_BLOCK_SIZE >> 10) * NSEC_PER_SEC, rate * 1024U);
+	/* 2 MiB in ns at rate MiB/s; any uint rate, no 32-bit product */
+	share_ns = div_u64((u64)ZP_BLOCK_SIZE * NSEC_PER_SEC >> 20, rate);
 	if (share_ns <= took_ns)
 		return;
 	rest = ns_to_ktime(share_ns - took_ns);
-	atomic64_add(share_ns - took_ns, &counters.throttled_ns);
+	start = ktime_get_ns();
 	set_current_state(TASK_INTERRUPTIBLE);
 	if (!kthread_should_stop())
 		schedule_hrtimeout(&rest, HRTIMER_MODE_REL);
 	__set_current_state(TASK_RUNNING);
+	atomic64_add(ktime_get_ns() - start, &counters.throttled_ns);
+	try_to_freeze();
 }
 
 /* Take one fresh block from the page allocator if the node may refill.
@@ -329,12 +341,12 @@ static bool refill_one(struct node_pool *np)
 	t0 = ktime_get_ns();
 	folio = have_room() ?
 		zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
-	if (folio && allocator_zeroes(POOL_GFP_REFILL)) {
-		/* the allocator zeroed it here: the same CPU time and bandwidth */
-		took = ktime_get_ns() - t0;
+	took = ktime_get_ns() - t0;
+	if (folio && allocator_zeroes(POOL_GFP_REFILL))
+		/* the allocator zeroed it here: the same bandwidth */
 		atomic64_add(took, &counters.zeroing_idle_ns);
-		zero_throttle(took);
-	}
+	else
+		took = 0;	/* nothing zeroed yet: no share of the rate */
 	if (folio && set_aside(folio, block_poisoned(folio)))
 		return true;
 	spin_lock(&np->lock);
@@ -351,6 +363,8 @@ static bool refill_one(struct node_pool *np)
 		np->nr_dirty++;
 	}
 	spin_unlock(&np->lock);
+	if (took)
+		zero_throttle(took);
 	return true;
 }
 
@@ -381,7 +395,6 @@ static bool zero_one(struct node_pool *np)
 	zp_zero_folio(folio, true);
 	took = ktime_get_ns() - t0;
 	atomic64_add(took, &counters.zeroing_idle_ns);
-	zero_throttle(took);
 	spin_lock(&np->lock);
 	np->nr_zeroing--;
 	if (!zero_add_locked(np, folio)) {
@@ -391,6 +404,7 @@ static bool zero_one(struct node_pool *np)
 	}
 	spin_unlock(&np->lock);
 	atomic_long_inc(&counters.zeroed_idle);
+	zero_throttle(took);
 	return true;
 }
 
@@ -484,6 +498,7 @@ static int pool_thread(void *data)
 			did = refill_one(np);
 		if (did) {
 			cond_resched();
+			try_to_freeze();	/* a long refill must not hold up suspend */
 			continue;
 		}
 		node_sleep(np);
@@ -848,6 +863,7 @@ static int zero_cpus_set(const char *val, const struct kernel_param *kp)
 	list = kstrdup(val, GFP_KERNEL);
 	ret = list ? cpulist_parse(strim(list), mask) : -ENOMEM;
 	kfree(list);
+	cpus_read_lock();	/* no CPU goes between the check and the binding */
 	if (!ret && !cpumask_empty(mask) && !cpumask_intersects(mask, cpu_online_mask))
 		ret = -EINVAL;
 	if (!ret) {
@@ -858,6 +874,7 @@ static int zero_cpus_set(const char *val, const struct kernel_param *kp)
 				node_set_cpus(node_pools[nid], mask);
 		mutex_unlock(&pool_mutex);
 	}
+	cpus_read_unlock();
 	free_cpumask_var(mask);
 	return ret;
 }
