@@ -5,6 +5,12 @@
  * back to 0, free memory back to its baseline), and the device can be set
  * up again at once. Against type1 and zeropin.
  *
+ * container_closed_mid_map and fork_mid_map race a 256 MiB MAP_DMA with
+ * another thread closing the container, or forking a child that maps its
+ * copy of the memory into the same container and exits: no hang (each
+ * trial has a deadline), nothing left pinned, and after a fork the device
+ * still reaches the parent's memory, not a copy.
+ *
  * sigkill_at_random_points repeats that KILL_TRIALS times at seeded random
  * points (tests/lib/fuzz.h: FUZZ_SEED replays a run) of a 1 GiB MAP_DMA and
  * of its UNMAP_DMA, and prints the line make check's reliability summary
@@ -13,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -24,6 +31,7 @@
 
 #include "kselftest_harness.h"
 #include "backing.h"
+#include "bounded.h"
 #include "fuzz.h"
 #include "util.h"
 #include "vfio_driver.h"
@@ -262,6 +270,122 @@ TEST_F_TIMEOUT(kill, sigkill_at_random_points_of_map_and_unmap, 600)
 	EXPECT_EQ(trials, i);
 	/* the kills landed inside the calls, or this tested little */
 	EXPECT_LE(trials / 4, in_map);
+}
+
+/* Races per driver and kind; the delays spread over a map's duration. */
+#define RACE_TRIALS	6
+#define RACE_MAP_SIZE	(256ul << 20)
+#define RACE_DELAY_MS	300
+#define RACE_DEADLINE_MS 120000
+#define CHILD_IOVA	0x200000000ull
+
+struct race {
+	int container;		/* shared with the racing thread */
+	struct buffer buf;	/* RACE_MAP_SIZE of never-touched memory */
+	long delay_us;		/* when the racing thread acts */
+	int child_map;		/* fork race: the child's MAP_DMA result */
+};
+
+static void *race_closer(void *arg)
+{
+	struct race *r = arg;
+
+	usleep(r->delay_us);
+	close(r->container);
+	return NULL;
+}
+
+/* Fork while the other thread maps; the child maps 2 MiB of its copy into
+ * the same container and exits without unmapping. */
+static void *race_forker(void *arg)
+{
+	struct race *r = arg;
+	int status;
+	pid_t pid;
+
+	usleep(r->delay_us);
+	pid = fork();
+	if (!pid)
+		_exit(-__vfio_map(r->container, r->buf.addr, CHILD_IOVA, SZ_2M,
+				  VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE) & 0xff);
+	if (pid > 0 && waitpid(pid, &status, 0) == pid)
+		r->child_map = WEXITSTATUS(status);
+	return NULL;
+}
+
+/* One close race, in a child of the test (bounded_fork): the map either
+ * went through or found the fd closed; nothing else. */
+static int race_close(void *arg)
+{
+	struct race *r = arg;
+	struct edu edu;
+	pthread_t t;
+	int ret;
+
+	buffer_alloc(&r->buf, BACKING_ANON_4K, RACE_MAP_SIZE);
+	r->container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
+	if (pthread_create(&t, NULL, race_closer, r))
+		return -EAGAIN;
+	ret = __vfio_map(r->container, r->buf.addr, IOVA_BASE, RACE_MAP_SIZE,
+			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	pthread_join(t, NULL);
+	edu_close(&edu);
+	return ret == 0 || ret == -EBADF ? 0 : ret;
+}
+
+/* One fork race: the parent's map succeeds and the device reaches the
+ * parent's pages (written after the fork) through it. */
+static int race_fork(void *arg)
+{
+	struct race *r = arg;
+	struct edu edu;
+	pthread_t t;
+	int ret;
+
+	buffer_alloc(&r->buf, BACKING_ANON_4K, RACE_MAP_SIZE);
+	r->container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
+	r->child_map = -1;
+	if (pthread_create(&t, NULL, race_forker, r))
+		return -EAGAIN;
+	ret = __vfio_map(r->container, r->buf.addr, IOVA_BASE, RACE_MAP_SIZE,
+			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	pthread_join(t, NULL);
+	if (!ret)
+		ret = __edu_verify(&edu, r->buf.addr, IOVA_BASE, RACE_MAP_SIZE);
+	edu_close(&edu);
+	close(r->container);
+	return ret;
+}
+
+/* RACE_TRIALS of fn, delays spread over the map; after each nothing is
+ * pinned, no container is left and free memory is back. */
+static void run_races(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
+		      enum vfio_driver driver, int (*fn)(void *), const char *what)
+{
+	int i, ret;
+
+	for (i = 0; i < RACE_TRIALS; i++) {
+		struct race r = { .delay_us = (long)i * RACE_DELAY_MS * 1000 / RACE_TRIALS };
+
+		ret = bounded_fork(fn, &r, RACE_DEADLINE_MS);
+		EXPECT_EQ(0, ret) TH_LOG("%s, trial %d (%ld us in): %s", what, i, r.delay_us,
+					 bounded_str(ret));
+		EXPECT_TRUE(trial_clean(_metadata, driver, self->memfree))
+			TH_LOG("%s, trial %d: left %ld pages pinned, %ld containers, %ld kB free (before: %ld)",
+			       what, i, iommu_counter("pages_pinned"), iommu_counter("containers"),
+			       free_memory_kb(), self->memfree);
+	}
+	printf("# %s %s: %d trials\n", what, vfio_driver_name(driver), RACE_TRIALS);
+}
+
+TEST_F_TIMEOUT(kill, container_closed_by_another_thread_mid_map, 600)
+{
+	run_races(_metadata, self, variant->driver, race_close, "close-mid-map");
+}
+
+TEST_F_TIMEOUT(kill, fork_mid_map_keeps_the_parents_pages, 600)
+{
+	run_races(_metadata, self, variant->driver, race_fork, "fork-mid-map");
 }
 
 TEST_HARNESS_MAIN
