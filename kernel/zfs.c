@@ -72,6 +72,11 @@
 /* How hard a fault may try for a block when the pool is empty: reclaim and
  * compact, but fail (SIGBUS/ENOMEM) rather than invoke the OOM killer. */
 #define ZFS_GFP_SYNC	(GFP_HIGHUSER | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+/* The same for the block's charge to the memcg (filemap_add_folio()): a
+ * VMM whose guest RAM outgrows its memory.max gets SIGBUS or ENOMEM, not
+ * the memcg's OOM killer (guest RAM here is never reclaimable, so an OOM
+ * kill would be the only other way out). */
+#define ZFS_GFP_CHARGE	(GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 /* Without size=, a mount may hold half of RAM, as tmpfs does. */
 #define ZFS_DEFAULT_SHARE 2
 
@@ -229,7 +234,7 @@ static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_stru
 	}
 	folio_mark_uptodate(folio);
 	ret = filemap_add_folio(inode->i_mapping, folio, round_down(index, ZP_BLOCK_PAGES),
-				GFP_KERNEL);
+				ZFS_GFP_CHARGE);
 	if (ret) {
 		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 		zp_pool_put_unused(folio);
@@ -637,9 +642,15 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
  * not NOPAGE: a kernel access (copy_from_user() in write(), GUP) would
  * retry a NOPAGE fault forever, while SIGBUS makes it fail with -EFAULT;
  * a user task is dying anyway. */
+/*
+ * Every failure to provide a block is SIGBUS, as for hugetlbfs: -ENOMEM
+ * included. VM_FAULT_OOM would mean "the OOM killer runs": none does for
+ * a __GFP_RETRY_MAYFAIL allocation or charge, and the core would retry
+ * the fault forever.
+ */
 static vm_fault_t fault_error(int err)
 {
-	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+	return VM_FAULT_SIGBUS;
 }
 
 /*

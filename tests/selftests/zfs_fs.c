@@ -20,6 +20,7 @@
 #include <linux/falloc.h>
 
 #include "kselftest_harness.h"
+#include "bounded.h"
 #include "zeropin.h"
 
 #define ZEROPINFS_MAGIC	0x7a70696e
@@ -335,6 +336,105 @@ TEST_F(zfs, faults_charge_the_memcg)
 	fclose(f);
 	EXPECT_LE(FILE_SIZE, current);
 	munmap(p, FILE_SIZE);
+}
+
+/* A memcg-limited VMM: what it may keep of a zeropinfs file. */
+#define MEMCG_MAX	(32ul << 20)
+#define MEMCG_FILE	(128ul << 20)
+#define MEMCG_DIR	"/sys/fs/cgroup/zfs-limit"
+
+/* One "name value" line of a cgroup or /proc file; -1 when absent. */
+static long keyed_value(const char *path, const char *key)
+{
+	char name[64];
+	long v, found = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fscanf(f, "%63s %ld", name, &v) == 2)
+		if (!strcmp(name, key))
+			found = v;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The limited VMM's two ways in, each in a child moved into the cgroup:
+ * stores through a shared mapping, and write(). */
+static int limited_stores(void *arg)
+{
+	int fd = *(int *)arg;
+	char pid[16];
+	char *p;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_str(MEMCG_DIR "/cgroup.procs", pid))
+		return -EPERM;
+	p = mmap(NULL, MEMCG_FILE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	touch_range(p, MEMCG_FILE, true);	/* SIGBUS past the limit */
+	return -E2BIG;				/* it all fit: the limit did nothing */
+}
+
+static int limited_writes(void *arg)
+{
+	static char chunk[1 << 20];
+	int fd = *(int *)arg;
+	char pid[16];
+	size_t off;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_str(MEMCG_DIR "/cgroup.procs", pid))
+		return -EPERM;
+	memset(chunk, 0x5a, sizeof(chunk));
+	for (off = 0; off < MEMCG_FILE; off += sizeof(chunk))
+		if (pwrite(fd, chunk, sizeof(chunk), off) != sizeof(chunk))
+			return -errno;		/* ENOMEM past the limit */
+	return -E2BIG;
+}
+
+/* A VMM in a memcg whose limit is below its guest RAM hits the limit
+ * cleanly: a store faulting a block in past it gets SIGBUS, write() gets
+ * ENOMEM; the memcg's OOM killer never runs, nor the host's (guest RAM on
+ * zeropinfs is never reclaimable: an OOM kill would be the only way out,
+ * and a fault that reports OOM without one would retry forever). */
+TEST_F(zfs, memcg_limit_gives_sigbus_and_enomem_not_oom)
+{
+	char max[32];
+	long oom0 = keyed_value("/proc/vmstat", "oom_kill");
+	int fd, ret;
+
+	mkdir("/sys/fs/cgroup", 0755);
+	if (mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL) && errno != EBUSY)
+		SKIP(return, "no cgroup2: %s", strerror(errno));
+	write_str("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+	ASSERT_EQ(0, mkdir(MEMCG_DIR, 0755) && errno != EEXIST);
+	snprintf(max, sizeof(max), "%lu", MEMCG_MAX);
+	ASSERT_EQ(0, write_str(MEMCG_DIR "/memory.max", max));
+	fd = zfs_create(ZFS_MNT "/limited", MEMCG_FILE);
+	ret = bounded_fork(limited_stores, &fd, BOUNDED_MS * 3);
+	EXPECT_EQ(BOUNDED_SIG(SIGBUS), ret) TH_LOG("stores past the limit: %s", bounded_str(ret));
+	ASSERT_EQ(0, ftruncate(fd, 0));
+	ASSERT_EQ(0, ftruncate(fd, MEMCG_FILE));
+	ret = bounded_fork(limited_writes, &fd, BOUNDED_MS * 3);
+	EXPECT_EQ(-ENOMEM, ret) TH_LOG("writes past the limit: %s", bounded_str(ret));
+	EXPECT_EQ(0, keyed_value(MEMCG_DIR "/memory.events", "oom_kill"));
+	EXPECT_EQ(oom0, keyed_value("/proc/vmstat", "oom_kill"));
+	close(fd);
+	unlink(ZFS_MNT "/limited");
+	EXPECT_EQ(0, rmdir(MEMCG_DIR));
 }
 
 TEST_HARNESS_MAIN
