@@ -48,7 +48,6 @@ USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
 CLAIM=/sys/module/zeropin/parameters/claim_type1v2
 L2_INITRD=/tests/nested/l2-edu.cpio
 TOGGLES=8		# L2's memory decode off/on cycles
-L2_BOOTS=3		# boots of an L2 whose kernel dies before /init (nested TCG's early text patching)
 DIMM_MIB=128		# one memory block of L2's
 TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
@@ -154,28 +153,9 @@ $REPORT"
 # OLD_BAR_FAULTS (L1's IOMMU faults there: the device's read after the
 # move), REPORT (QEMU's stderr); prints them.
 run_l2_edu() {
-	local boots=1
-	boot_l2_edu "$@"
-	while [ -z "$BAR" ] && grep -q 'Kernel panic' /tmp/l2.console && [ "$boots" -lt "$L2_BOOTS" ]; do
-		# the L2 kernel died while booting, before /init touched the edu:
-		# nested TCG, about one boot in ten, with anonymous L2 RAM as
-		# with zeropinfs (a GPF at the IRET of text_poke_early's
-		# sync_core, static calls patched in apparmor_init): again, and
-		# say so
-		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
-		save_l2_death
-		boot_l2_edu "$@"
-		boots=$((boots + 1))
-	done
+	l2_retry 'l2-edu: ' boot_l2_edu "$@"
 	echo "# $(l2_flavour "$1")$2: L2 BAR0 at ${BAR:-?}, $BAR_UNMAPS unmaps of it, $OLD_BAR_FAULTS IOMMU faults there after the move"
 	echo "$L2_LOG" | sed 's/^/#   /'
-}
-
-# The oops of an L2 whose kernel died, as TAP comments (the kernel log
-# would be wrong: the boot's check fails on any oops it holds).
-save_l2_death() {
-	tr -d '\r' </tmp/l2.console | grep -B 2 -A 40 -m1 -E 'BUG:|Oops|general protection|Kernel panic' |
-		head -n 45 | sed 's/^/#   L2: /'
 }
 
 # One L2 boot of run_l2_edu, bounded by USERSPACE_S; prints nothing.
@@ -294,24 +274,10 @@ $ERR"
 	fi
 }
 
-# dimm_boot QEMU DEVICE-OPTIONS: dimm_run, booted again (L2_BOOTS in all)
-# while the L2 kernel dies before /init says anything, as run_l2_edu does.
-dimm_boot() {
-	local boots=1
-	dimm_run "$@"
-	while ! echo "$L2_LOG" | grep -q '^l2-edu: ' && grep -q 'Kernel panic' /tmp/l2.console &&
-		[ "$boots" -lt "$L2_BOOTS" ]; do
-		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
-		save_l2_death
-		dimm_run "$@"
-		boots=$((boots + 1))
-	done
-}
-
 test_dimm_unplug() {
-	dimm_boot "$STOCK" ""
+	l2_retry 'l2-edu: ' dimm_run "$STOCK" ""
 	dimm_check stock_dimm_unplug_leaves_no_mapping
-	dimm_boot "$PATCHED" ",iova-cache-report=on"
+	l2_retry 'l2-edu: ' dimm_run "$PATCHED" ",iova-cache-report=on"
 	[ -n "$UNMAPPED_MIB" ] || UNMAPPED_MIB=0	# the report must be there
 	dimm_check patched_dimm_unplug_leaves_no_mapping
 	echo "$ERR" | sed 's/^/# /'

@@ -135,9 +135,9 @@ test_vf() {
 		not_ok vf_patched_skips_cold_start_reset "no VF: $why"
 	else
 		sed 's/^\([^#]\)/# \1/' /tmp/nvme_vf.err
-		vf_run "$STOCK"
+		l2_retry 'l2-nvme: ' vf_run "$STOCK"
 		vf_check vf_stock_resets_at_cold_start 1
-		vf_run "$PATCHED"
+		l2_retry 'l2-nvme: ' vf_run "$PATCHED"
 		vf_check vf_patched_skips_cold_start_reset 0 "vfio_pci_reset_cold_skipped $VF"
 	fi
 	rm -f /tmp/nvme_vf.err
