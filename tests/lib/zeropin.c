@@ -134,6 +134,21 @@ int __zeropin_param_write(const char *name, long value)
 	return write_long(path, value);
 }
 
+int __zeropin_param_set(const char *name, const char *value)
+{
+	char path[256];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/zeropin/parameters/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 int __zfs_mount(const char *dir, const char *opts)
 {
 	mkdir("/mnt", 0755);

@@ -41,6 +41,8 @@ long pool_counter(const char *name);
 long iommu_counter(const char *name);
 /* Write /sys/module/zeropin/parameters/NAME; 0 or -errno. */
 int __zeropin_param_write(const char *name, long value);
+/* The same with a string value (a CPU list, a method name). */
+int __zeropin_param_set(const char *name, const char *value);
 
 int __zfs_mount(const char *dir, const char *opts);
 void zfs_mount(const char *dir, const char *opts);

@@ -42,7 +42,6 @@
  * TCG, is far faster than the cap). */
 #define RATE_MIB	16
 #define RATE_FILL_MIB	32
-#define PARAMS		"/sys/module/zeropin/parameters/"
 
 FIXTURE(pool) {
 	int unused;
@@ -299,22 +298,6 @@ TEST_F(pool, statistics_are_root_only)
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* Write a module parameter; 0 or a negative errno. */
-static int __param_write(const char *name, const char *val)
-{
-	char path[128];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), PARAMS "%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /* The pid of the zeropin kthread named comm ("zeropin/0"), 0 when there
  * is none (or more than one: the last module's, still exiting). */
 static int kthread_pid(const char *comm)
@@ -419,16 +402,16 @@ TEST(zero_rate_caps_idle_zeroing)
 	EXPECT_LE((double)(RATE_FILL_MIB / nodes - 2) / RATE_MIB, secs);
 	EXPECT_LT(throttled0, throttled1);
 	EXPECT_LE(idle0, pool_counter("zeroing_idle_ms"));
-	EXPECT_EQ(-EINVAL, __param_write("zero_rate_mib", "fast"));
+	EXPECT_EQ(-EINVAL, __zeropin_param_set("zero_rate_mib", "fast"));
 	/* no cap: the next refill sleeps no more (the last sleep is over) */
-	EXPECT_EQ(0, __param_write("zero_rate_mib", "0"));
+	EXPECT_EQ(0, __zeropin_param_set("zero_rate_mib", "0"));
 	usleep(200 * 1000);
 	throttled1 = pool_counter("throttled_ms");
 	pool_write("target_mib", RATE_FILL_MIB * 4);
 	EXPECT_EQ(0, pool_wait("zero_mib", RATE_FILL_MIB * 4, POOL_SETTLE_MS));
 	EXPECT_EQ(throttled1, pool_counter("throttled_ms"));
 	/* a huge rate: no 32-bit overflow, no division by zero */
-	EXPECT_EQ(0, __param_write("zero_rate_mib", "4194304"));
+	EXPECT_EQ(0, __zeropin_param_set("zero_rate_mib", "4194304"));
 	pool_write("target_mib", RATE_FILL_MIB * 6);
 	EXPECT_EQ(0, pool_wait("zero_mib", RATE_FILL_MIB * 6, POOL_SETTLE_MS));
 	zeropin_reset();
@@ -448,16 +431,16 @@ TEST(zero_cpus_binds_the_kthreads)
 	zeropin_reset();
 	zeropin_load("pool_mib=0");
 	ASSERT_TRUE(kthread_cpus(dflt));
-	EXPECT_EQ(0, __param_write("zero_cpus", "1"));
+	EXPECT_EQ(0, __zeropin_param_set("zero_cpus", "1"));
 	ASSERT_TRUE(kthread_cpus(cpus));
 	EXPECT_STREQ("1", cpus);
 	pool_write("target_mib", 16);
 	EXPECT_EQ(0, pool_wait("zero_mib", 16, POOL_SETTLE_MS));
-	EXPECT_NE(0, __param_write("zero_cpus", "100000"));
-	EXPECT_NE(0, __param_write("zero_cpus", "zero"));
+	EXPECT_NE(0, __zeropin_param_set("zero_cpus", "100000"));
+	EXPECT_NE(0, __zeropin_param_set("zero_cpus", "zero"));
 	ASSERT_TRUE(kthread_cpus(cpus));
 	EXPECT_STREQ("1", cpus);	/* a refused write changes nothing */
-	EXPECT_EQ(0, __param_write("zero_cpus", "\n"));
+	EXPECT_EQ(0, __zeropin_param_set("zero_cpus", "\n"));
 	ASSERT_TRUE(kthread_cpus(cpus));
 	EXPECT_STREQ(dflt, cpus);
 	zeropin_reset();
