@@ -72,10 +72,12 @@
 /* How hard a fault may try for a block when the pool is empty: reclaim and
  * compact, but fail (SIGBUS/ENOMEM) rather than invoke the OOM killer. */
 #define ZFS_GFP_SYNC	(GFP_HIGHUSER | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
-/* The same for the block's charge to the memcg (filemap_add_folio()): a
- * VMM whose guest RAM outgrows its memory.max gets SIGBUS or ENOMEM, not
- * the memcg's OOM killer (guest RAM here is never reclaimable, so an OOM
- * kill would be the only other way out). */
+/* The same for what filemap_add_folio() charges to the memcg: the block
+ * itself (a costly order: the memcg's OOM killer never runs for it, the
+ * charge fails) and the page cache's xarray node (order 0: without
+ * __GFP_RETRY_MAYFAIL a charge past memory.max would OOM-kill in the
+ * memcg). A VMM whose guest RAM outgrows its memory.max gets SIGBUS or
+ * ENOMEM for the block; guest RAM here is never reclaimable. */
 #define ZFS_GFP_CHARGE	(GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 /* Without size=, a mount may hold half of RAM, as tmpfs does. */
 #define ZFS_DEFAULT_SHARE 2
@@ -623,7 +625,8 @@ static long zfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len
  * checked under invalidate_lock (shared), which truncation takes
  * exclusively after moving i_size, so no fault leaves a block past EOF.
  * Caller holds the mmap lock (which keeps the vma's memory policy stable).
- * Returns 0, -ERANGE past EOF, -ENOSPC (mount full) or -ENOMEM.
+ * Returns 0, -ERANGE past EOF, -ENOSPC (mount full), -ENOMEM, -EINTR
+ * (fatal signal) or -EIO (a hole smaller than a block).
  */
 static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **out)
 {
@@ -638,18 +641,24 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 	return ret;
 }
 
-/* A fault that cannot be served. -EINTR (a fatal signal) is SIGBUS too,
- * not NOPAGE: a kernel access (copy_from_user() in write(), GUP) would
- * retry a NOPAGE fault forever, while SIGBUS makes it fail with -EFAULT;
- * a user task is dying anyway. */
 /*
- * Every failure to provide a block is SIGBUS, as for hugetlbfs: -ENOMEM
- * included. VM_FAULT_OOM would mean "the OOM killer runs": none does for
- * a __GFP_RETRY_MAYFAIL allocation or charge, and the core would retry
- * the fault forever.
+ * A fault that cannot be served is SIGBUS, whatever the cause:
+ *  - -ENOMEM too (no block: the pool and the page allocator are out, or
+ *    the memcg is at its limit). VM_FAULT_OOM would leave it to an OOM
+ *    kill that never comes for a __GFP_RETRY_MAYFAIL allocation or
+ *    charge, and the core would retry the fault without end. Said once in
+ *    a while on the kernel log, since the allocations are __GFP_NOWARN.
+ *  - -EINTR (a fatal signal) too, not NOPAGE: a kernel access
+ *    (copy_from_user() in write(), GUP) would retry a NOPAGE fault
+ *    forever, while SIGBUS makes it fail with -EFAULT; a user task is
+ *    dying anyway.
+ * GUP turns it into -EFAULT for its callers (MADV_POPULATE_*, pinning).
  */
 static vm_fault_t fault_error(int err)
 {
+	if (err == -ENOMEM)
+		pr_warn_ratelimited("%s[%d]: no memory for a block (pool, page allocator or memcg limit): SIGBUS\n",
+				    current->comm, task_pid_nr(current));
 	return VM_FAULT_SIGBUS;
 }
 

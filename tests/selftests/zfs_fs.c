@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -372,14 +373,14 @@ static int write_str(const char *path, const char *s)
 
 /* The limited VMM's two ways in, each in a child moved into the cgroup:
  * stores through a shared mapping, and write(). */
+static int enter_limited(void);
+
 static int limited_stores(void *arg)
 {
 	int fd = *(int *)arg;
-	char pid[16];
 	char *p;
 
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (write_str(MEMCG_DIR "/cgroup.procs", pid))
+	if (enter_limited())
 		return -EPERM;
 	p = mmap(NULL, MEMCG_FILE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -392,17 +393,29 @@ static int limited_writes(void *arg)
 {
 	static char chunk[1 << 20];
 	int fd = *(int *)arg;
-	char pid[16];
 	size_t off;
 
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (write_str(MEMCG_DIR "/cgroup.procs", pid))
+	if (enter_limited())
 		return -EPERM;
 	memset(chunk, 0x5a, sizeof(chunk));
-	for (off = 0; off < MEMCG_FILE; off += sizeof(chunk))
-		if (pwrite(fd, chunk, sizeof(chunk), off) != sizeof(chunk))
-			return -errno;		/* ENOMEM past the limit */
+	for (off = 0; off < MEMCG_FILE; off += sizeof(chunk)) {
+		ssize_t n = pwrite(fd, chunk, sizeof(chunk), off);
+
+		if (n != sizeof(chunk))
+			return n < 0 ? -errno : -EIO;	/* ENOMEM past the limit */
+	}
 	return -E2BIG;
+}
+
+/* Into the limited cgroup, without a core dump to charge there. */
+static int enter_limited(void)
+{
+	struct rlimit none = { 0, 0 };
+	char pid[16];
+
+	setrlimit(RLIMIT_CORE, &none);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return write_str(MEMCG_DIR "/cgroup.procs", pid);
 }
 
 /* A VMM in a memcg whose limit is below its guest RAM hits the limit
@@ -420,6 +433,7 @@ TEST_F(zfs, memcg_limit_gives_sigbus_and_enomem_not_oom)
 	if (mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL) && errno != EBUSY)
 		SKIP(return, "no cgroup2: %s", strerror(errno));
 	write_str("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+	rmdir(MEMCG_DIR);	/* a failed run's, empty: its children are gone */
 	ASSERT_EQ(0, mkdir(MEMCG_DIR, 0755) && errno != EEXIST);
 	snprintf(max, sizeof(max), "%lu", MEMCG_MAX);
 	ASSERT_EQ(0, write_str(MEMCG_DIR "/memory.max", max));
@@ -430,6 +444,8 @@ TEST_F(zfs, memcg_limit_gives_sigbus_and_enomem_not_oom)
 	ASSERT_EQ(0, ftruncate(fd, MEMCG_FILE));
 	ret = bounded_fork(limited_writes, &fd, BOUNDED_MS * 3);
 	EXPECT_EQ(-ENOMEM, ret) TH_LOG("writes past the limit: %s", bounded_str(ret));
+	/* the limit is what refused, and nothing was killed for it */
+	EXPECT_LT(0, keyed_value(MEMCG_DIR "/memory.events", "max"));
 	EXPECT_EQ(0, keyed_value(MEMCG_DIR "/memory.events", "oom_kill"));
 	EXPECT_EQ(oom0, keyed_value("/proc/vmstat", "oom_kill"));
 	close(fd);

@@ -11,7 +11,8 @@
  *   COLLAPSE, ...), mremap, munmap, VFIO MAP_DMA of the mapping through
  *   zeropin's backend (pinned) and UNMAP_DMA, link, rename and unlink while
  *   mapped or pinned, umount while busy, drop_caches;
- * each in a child with a deadline (bounded.h: a hang fails the run). A
+ * the file and memory calls each in a child with a deadline (bounded.h: a
+ * hang fails the run; the VFIO, name and umount calls run directly). A
  * shadow copy of every file says what it must hold: pread of any range
  * must match it at every step, and so must the edu's DMA through a pinned
  * range the file still holds. A mount that is full may refuse (ENOSPC,
@@ -154,10 +155,32 @@ static long mount_free_blocks(void)
 	return statfs(ZFS_MNT, &st) ? -1 : (long)(st.f_bavail * st.f_bsize / SZ_2M);
 }
 
-/* Whether the model allows a refusal for lack of space. */
+/* Free blocks before the call under test (a failed write or fallocate
+ * gives back what it took, and blocks reserved past EOF, so looking after
+ * the call can see room that was not there). */
+static long free_before;
+
+static void note_free(void)
+{
+	free_before = mount_free_blocks();
+}
+
+/* Whether the model allows a refusal for lack of space for a call that
+ * needs up to blocks new blocks. */
+static bool may_be_full_for(size_t blocks)
+{
+	return free_before < (long)blocks || mount_free_blocks() <= 1;
+}
+
 static bool may_be_full(void)
 {
-	return mount_free_blocks() <= 1;
+	return may_be_full_for(1);
+}
+
+/* The 2 MiB blocks [off, off + len) spans. */
+static size_t blocks_spanned(size_t off, size_t len)
+{
+	return len ? (off + len + SZ_2M - 1) / SZ_2M - off / SZ_2M : 0;
 }
 
 /* --- the model's view of size changes --- */
@@ -316,8 +339,9 @@ static bool op_pwrite(struct __test_metadata *_metadata, FIXTURE_DATA(zfs_fuzz) 
 		len = MAX_FILE - off;
 	c.len = len;
 	fuzz_fill(&self->f, self->buf, len);
+	note_free();
 	ret = bounded(_metadata, &c);
-	if (ret == -ENOSPC && may_be_full()) {
+	if (ret == -ENOSPC && may_be_full_for(blocks_spanned(off, len))) {
 		self->enospc++;
 		return true;
 	}
@@ -325,7 +349,7 @@ static bool op_pwrite(struct __test_metadata *_metadata, FIXTURE_DATA(zfs_fuzz) 
 		TH_LOG("inode %d: pwrite %zu at %zu: %s", i, len, off, bounded_str(ret));
 		return false;
 	}
-	if (c.b < (long)len && !may_be_full()) {
+	if (c.b < (long)len && !may_be_full_for(blocks_spanned(off, len))) {
 		TH_LOG("inode %d: pwrite %zu at %zu wrote %ld", i, len, off, c.b);
 		return false;
 	}
@@ -348,7 +372,10 @@ static bool op_fallocate(struct __test_metadata *_metadata, FIXTURE_DATA(zfs_fuz
 	bool supported = mode == 0 || mode == FALLOC_FL_KEEP_SIZE ||
 			 mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
 	bool aligned = !(off % SZ_2M) && !(len % SZ_2M);
-	int ret = bounded(_metadata, &c);
+	int ret;
+
+	note_free();
+	ret = bounded(_metadata, &c);
 
 	if (!len) {
 		/* the VFS refuses a zero length first */
@@ -361,7 +388,7 @@ static bool op_fallocate(struct __test_metadata *_metadata, FIXTURE_DATA(zfs_fuz
 	} else if (!aligned) {
 		if (ret == -EINVAL)
 			return true;
-	} else if (ret == -ENOSPC && may_be_full()) {
+	} else if (ret == -ENOSPC && may_be_full_for(blocks_spanned(off, len))) {
 		self->enospc++;
 		return true;
 	} else if (!ret) {
@@ -412,6 +439,7 @@ static bool op_store(struct __test_metadata *_metadata, FIXTURE_DATA(zfs_fuzz) *
 	c.p = in->map + off;
 	c.q = self->buf;
 	c.len = len;
+	note_free();
 	ret = bounded(_metadata, &c);
 	if (ret == BOUNDED_SIG(SIGBUS)) {
 		self->sigbus++;
@@ -502,9 +530,10 @@ static bool op_pin(struct __test_metadata *_metadata, FIXTURE_DATA(zfs_fuzz) *se
 	len = (in->maplen < in->size ? in->maplen : in->size) / PAGE * PAGE;
 	if (!len)
 		return true;
+	note_free();
 	ret = __vfio_map(self->container, in->map, IOVA_BASE + i * IOVA_STRIDE, len,
 			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
-	if (ret && may_be_full()) {
+	if (ret && may_be_full_for(blocks_spanned(0, len))) {
 		self->enospc++;
 		return true;
 	}
