@@ -100,12 +100,15 @@ qemu:
 # changes).
 check: CHECK_SERIES := $(LAB_SERIES) $(DEBUG_SERIES)
 check-debug: CHECK_SERIES := $(DEBUG_SERIES)
+# the reliability tests' budget on the debug kernel (tests/run-selftests)
+check: DEBUG_BUDGET := smoke
+check-debug: DEBUG_BUDGET := short
 check check-debug:
 	scripts/install-deps
 	@for k in $(CHECK_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
 	@for k in $(CHECK_SERIES); do scripts/lab-mdev $$k || exit 1; done
 	$(MAKE) qemu tests lab-userland
-	tests/run-selftests $(CHECK_SERIES)
+	DEBUG_BUDGET=$(DEBUG_BUDGET) tests/run-selftests $(CHECK_SERIES)
 
 demo:
 	scripts/demo/run

@@ -10,13 +10,6 @@
 #include "fuzz.h"
 #include "util.h"
 
-static unsigned long env_ulong(const char *name, unsigned long dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtoul(v, NULL, 0) : dflt;
-}
-
 void fuzz_init(struct fuzz *f, const char *name, unsigned long calls, unsigned int seconds)
 {
 	struct timespec ts;

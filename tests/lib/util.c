@@ -28,6 +28,13 @@ double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+unsigned long env_ulong(const char *name, unsigned long dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtoul(v, NULL, 0) : dflt;
+}
+
 bool all_bytes(const void *p, int c, size_t len)
 {
 	const uint64_t *w = p;

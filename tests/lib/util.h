@@ -14,6 +14,10 @@ void test_fail(const char *what, int err) __attribute__((noreturn));
 /* Milliseconds on CLOCK_MONOTONIC, for benchmarks. */
 double now_ms(void);
 
+/* A test's budget (a count, seconds, a size) from the environment variable
+ * name, else dflt: make check gives the debug kernel a smaller one. */
+unsigned long env_ulong(const char *name, unsigned long dflt);
+
 /* True when every byte of [p, p + len) is c. */
 bool all_bytes(const void *p, int c, size_t len);
 

@@ -125,7 +125,7 @@ TEST_F(module, pool_mib_parameter_sets_the_target)
  */
 TEST_F_TIMEOUT(module, load_unload_cycles, 600)
 {
-	int i, cycles = getenv("LOAD_CYCLES") ? atoi(getenv("LOAD_CYCLES")) : LOAD_CYCLES;
+	int i, cycles = env_ulong("LOAD_CYCLES", LOAD_CYCLES);
 	long free0 = free_memory_kb();
 
 	for (i = 0; i < cycles; i++) {

@@ -16,6 +16,12 @@
  * of its UNMAP_DMA, and prints the line make check's reliability summary
  * reads:
  *   # kill-mid-map DRIVER: N/N trials clean (M in MAP_DMA, U in UNMAP_DMA), seed S
+ *
+ * Budget (environment, tests/run-selftests sets a smaller one for the debug
+ * kernel, where a 1 GiB type1 MAP_DMA takes some 20 s):
+ *   KILL_TRIALS   random kill points per driver     [DEFAULT: 20]
+ *   KILL_MAP_MIB  size of the map the kills cut, MiB [DEFAULT: 1024]
+ *   RACE_TRIALS   close and fork races per driver   [DEFAULT: 6]
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -41,7 +47,7 @@
 #define IOVA_BASE	0x100000000ull
 /* Never-touched 4K memory: under TCG its MAP_DMA takes over a second,
  * so the kill lands inside it, with some 300 MiB already pinned. */
-#define MAP_SIZE	(1ul << 30)
+#define MAP_MIB_DEFAULT	1024
 #define KILL_AFTER_MS	400
 /* Free memory may wander this much for reasons of its own (slab, the
  * test's own page tables); a leak of what was pinned is several times it. */
@@ -53,6 +59,14 @@
 /* Uncut runs that time the calls first; the kill points are drawn within
  * the shortest (the first run, on fresh memory, is the slowest). */
 #define CALIBRATION_RUNS	3
+/* ... but one for a short budget: a run costs as much as two trials. */
+#define CALIBRATION_SHORT_BELOW	10
+
+/* The size of the map the kills cut (KILL_MAP_MIB), in bytes. */
+static size_t map_size(void)
+{
+	return env_ulong("KILL_MAP_MIB", MAP_MIB_DEFAULT) << 20;
+}
 
 FIXTURE(kill) {
 	long memfree;		/* free memory before the child, kB (free_memory_kb()) */
@@ -76,18 +90,19 @@ FIXTURE_TEARDOWN(kill)
 {
 }
 
-/* The child: set up edu 0, say "ready" on fd, map 1 GiB, say "mapped". */
+/* The child: set up edu 0, say "ready" on fd, map map_size(), say
+ * "mapped". */
 static void child_map(int fd)
 {
 	struct buffer buf;
 	struct edu edu;
 	int container;
 
-	buffer_alloc(&buf, BACKING_ANON_4K, MAP_SIZE);
+	buffer_alloc(&buf, BACKING_ANON_4K, map_size());
 	container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
 	if (write(fd, "r", 1) != 1)
 		_exit(1);
-	vfio_map(container, buf.addr, IOVA_BASE, MAP_SIZE);
+	vfio_map(container, buf.addr, IOVA_BASE, map_size());
 	if (write(fd, "m", 1) != 1)
 		_exit(1);
 	pause();
@@ -129,22 +144,22 @@ TEST_F(kill, sigkill_during_a_large_map_releases_every_pin)
 	close(container);
 }
 
-/* The child of a trial: set up edu 0, say 'r', map 1 GiB, say 'm', unmap
- * it, say 'u', wait to be killed. */
+/* The child of a trial: set up edu 0, say 'r', map map_size(), say 'm',
+ * unmap it, say 'u', wait to be killed. */
 static void child_map_unmap(int fd)
 {
 	struct buffer buf;
 	struct edu edu;
 	int container;
 
-	buffer_alloc(&buf, BACKING_ANON_4K, MAP_SIZE);
+	buffer_alloc(&buf, BACKING_ANON_4K, map_size());
 	container = edu_setup(&edu, 0, VFIO_TYPE1v2_IOMMU);
 	if (write(fd, "r", 1) != 1)
 		_exit(1);
-	vfio_map(container, buf.addr, IOVA_BASE, MAP_SIZE);
+	vfio_map(container, buf.addr, IOVA_BASE, map_size());
 	if (write(fd, "m", 1) != 1)
 		_exit(1);
-	vfio_unmap(container, IOVA_BASE, MAP_SIZE);
+	vfio_unmap(container, IOVA_BASE, map_size());
 	if (write(fd, "u", 1) != 1)
 		_exit(1);
 	pause();
@@ -228,7 +243,8 @@ static bool trial_clean(struct __test_metadata *_metadata, enum vfio_driver driv
 
 TEST_F_TIMEOUT(kill, sigkill_at_random_points_of_map_and_unmap, 600)
 {
-	int trials = getenv("KILL_TRIALS") ? atoi(getenv("KILL_TRIALS")) : KILL_TRIALS_DEFAULT;
+	int trials = env_ulong("KILL_TRIALS", KILL_TRIALS_DEFAULT);
+	int calibrations = trials < CALIBRATION_SHORT_BELOW ? 1 : CALIBRATION_RUNS;
 	int i, clean = 0, in_map = 0, in_unmap = 0;
 	struct trial cal, t;
 	struct fuzz f;
@@ -236,7 +252,7 @@ TEST_F_TIMEOUT(kill, sigkill_at_random_points_of_map_and_unmap, 600)
 	fuzz_init(&f, "kill-mid-map", trials, FUZZ_MAX_SECONDS);
 	/* the calls' shortest uncut times: the first is slower (fresh memory) */
 	cal.map_ms = cal.unmap_ms = 1e9;
-	for (i = 0; i < CALIBRATION_RUNS; i++) {
+	for (i = 0; i < calibrations; i++) {
 		ASSERT_TRUE(run_trial(_metadata, false, -1, &t));
 		ASSERT_LT(0, t.map_ms);
 		ASSERT_LT(0, t.unmap_ms);
@@ -273,7 +289,7 @@ TEST_F_TIMEOUT(kill, sigkill_at_random_points_of_map_and_unmap, 600)
 }
 
 /* Races per driver and kind; the delays spread over a map's duration. */
-#define RACE_TRIALS	6
+#define RACE_TRIALS_DEFAULT	6
 #define RACE_MAP_SIZE	(256ul << 20)
 #define RACE_DELAY_MS	300
 #define RACE_DEADLINE_MS 120000
@@ -362,10 +378,10 @@ static int race_fork(void *arg)
 static void run_races(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
 		      enum vfio_driver driver, int (*fn)(void *), const char *what)
 {
-	int i, ret;
+	int i, ret, trials = env_ulong("RACE_TRIALS", RACE_TRIALS_DEFAULT);
 
-	for (i = 0; i < RACE_TRIALS; i++) {
-		struct race r = { .delay_us = (long)i * RACE_DELAY_MS * 1000 / RACE_TRIALS };
+	for (i = 0; i < trials; i++) {
+		struct race r = { .delay_us = (long)i * RACE_DELAY_MS * 1000 / trials };
 
 		ret = bounded_fork(fn, &r, RACE_DEADLINE_MS);
 		EXPECT_EQ(0, ret) TH_LOG("%s, trial %d (%ld us in): %s", what, i, r.delay_us,
@@ -375,7 +391,7 @@ static void run_races(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *sel
 			       what, i, iommu_counter("pages_pinned"), iommu_counter("containers"),
 			       free_memory_kb(), self->memfree);
 	}
-	printf("# %s %s: %d trials\n", what, vfio_driver_name(driver), RACE_TRIALS);
+	printf("# %s %s: %d trials\n", what, vfio_driver_name(driver), trials);
 }
 
 TEST_F_TIMEOUT(kill, container_closed_by_another_thread_mid_map, 600)

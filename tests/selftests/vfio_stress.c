@@ -199,7 +199,7 @@ static void prove_and_unmap(struct stress *st)
 /* One process's whole run (in a child: bounded_fork()); 0 when clean. */
 static int stress_seconds(void)
 {
-	return getenv("STRESS_SECONDS") ? atoi(getenv("STRESS_SECONDS")) : STRESS_SECONDS_DEFAULT;
+	return env_ulong("STRESS_SECONDS", STRESS_SECONDS_DEFAULT);
 }
 
 static int stress_run(void *arg)

@@ -136,7 +136,7 @@ TEST_F_TIMEOUT(pool, handed_out_memory_is_always_zero, 900)
 {
 	uint8_t *readbuf = malloc(CYCLE_BLOCKS * SZ_2M);
 	long handed, zero_from_pool, sync;
-	int cycle, bad = 0, cycles = getenv("REUSE_CYCLES") ? atoi(getenv("REUSE_CYCLES")) : REUSE_CYCLES;
+	int cycle, bad = 0, cycles = env_ulong("REUSE_CYCLES", REUSE_CYCLES);
 	size_t nonzero = 0;
 	ssize_t n;
 
@@ -240,18 +240,30 @@ static long meminfo_kb(const char *key)
 	return val;
 }
 
+/* The pool for the pressure test: 1 GiB, or what is available less the
+ * headroom have_room() keeps (1/16 of the lab's 4 GiB) and some slack. */
+#define PRESSURE_POOL_MIB	1024
+#define PRESSURE_HEADROOM_MIB	512
+
 /* A child takes most of the memory the pool holds; the shrinker must hand
  * blocks back, and the child must finish, not be OOM-killed. */
-TEST_F(pool, gives_memory_back_under_pressure)
+TEST_F_TIMEOUT(pool, gives_memory_back_under_pressure, 300)
 {
 	long pool_mib, hog_mib, shrunk0 = pool_counter("shrunk");
+	long target = meminfo_kb("MemAvailable") / 1024 - PRESSURE_HEADROOM_MIB;
 	int status;
 	pid_t pid;
 
 	if (variant->empty)
 		SKIP(return, "nothing to give back from an empty pool");
-	pool_write("target_mib", 1024);
-	ASSERT_EQ(0, pool_wait("zero_mib", 1024, 4 * POOL_SETTLE_MS));
+	/* as full as the pool may get here (it never takes the last 1/16 of
+	 * RAM): the debug kernel's lab has less to spare than Debian's */
+	if (target > PRESSURE_POOL_MIB)
+		target = PRESSURE_POOL_MIB;
+	if (target < 64)
+		SKIP(return, "%ld MiB available: too little for a pool to shrink", target + PRESSURE_HEADROOM_MIB);
+	pool_write("target_mib", target);
+	ASSERT_EQ(0, pool_wait("zero_mib", target, 4 * POOL_SETTLE_MS));
 	pool_mib = pool_read("zero_mib");
 	hog_mib = meminfo_kb("MemAvailable") / 1024 + pool_mib / 2;
 	TH_LOG("pool %ld MiB, MemAvailable %ld MiB, hog %ld MiB", pool_mib,
