@@ -12,15 +12,19 @@
 
 void fuzz_init(struct fuzz *f, const char *name, unsigned long calls, unsigned int seconds)
 {
+	fuzz_init_fixed(f, name, env_ulong("FUZZ_CALLS", calls), env_ulong("FUZZ_SECONDS", seconds));
+}
+
+void fuzz_init_fixed(struct fuzz *f, const char *name, unsigned long calls, unsigned int seconds)
+{
 	struct timespec ts;
-	unsigned long secs;
+	unsigned long secs = seconds;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	f->seed = env_ulong("FUZZ_SEED", (uint64_t)ts.tv_sec * 1000000007ull + ts.tv_nsec);
 	f->state = f->seed;
 	f->calls = 0;
-	f->max_calls = env_ulong("FUZZ_CALLS", calls);
-	secs = env_ulong("FUZZ_SECONDS", seconds);
+	f->max_calls = calls;
 	if (secs > FUZZ_MAX_SECONDS)
 		secs = FUZZ_MAX_SECONDS;
 	f->deadline_ms = now_ms() + secs * 1000.0;

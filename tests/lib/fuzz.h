@@ -33,6 +33,10 @@ struct fuzz {
 /* Seed (FUZZ_SEED or the clock) and budget (the environment, else the
  * defaults given); prints "# NAME: seed N, at most C calls in S s". */
 void fuzz_init(struct fuzz *f, const char *name, unsigned long calls, unsigned int seconds);
+/* The same with the budget given, whatever FUZZ_CALLS and FUZZ_SECONDS say:
+ * for a test that only wants replayable random draws (vfio_kill's kill
+ * points, whose count is KILL_TRIALS). */
+void fuzz_init_fixed(struct fuzz *f, const char *name, unsigned long calls, unsigned int seconds);
 /* Whether the budget has room for one more call (and counts it). */
 bool fuzz_next_call(struct fuzz *f);
 /* A uniformly random 64-bit value. */

@@ -249,7 +249,7 @@ TEST_F_TIMEOUT(kill, sigkill_at_random_points_of_map_and_unmap, 600)
 	struct trial cal, t;
 	struct fuzz f;
 
-	fuzz_init(&f, "kill-mid-map", trials, FUZZ_MAX_SECONDS);
+	fuzz_init_fixed(&f, "kill-mid-map", trials, FUZZ_MAX_SECONDS);
 	/* the calls' shortest uncut times: the first is slower (fresh memory) */
 	cal.map_ms = cal.unmap_ms = 1e9;
 	for (i = 0; i < calibrations; i++) {

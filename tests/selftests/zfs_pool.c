@@ -263,7 +263,10 @@ TEST_F_TIMEOUT(pool, gives_memory_back_under_pressure, 300)
 	if (target < 64)
 		SKIP(return, "%ld MiB available: too little for a pool to shrink", target + PRESSURE_HEADROOM_MIB);
 	pool_write("target_mib", target);
-	ASSERT_EQ(0, pool_wait("zero_mib", target, 4 * POOL_SETTLE_MS));
+	ASSERT_EQ(0, pool_wait("zero_mib", target, 4 * POOL_SETTLE_MS))
+		TH_LOG("pool %ld of %ld MiB, %ld refill allocations failed, MemAvailable %ld MiB",
+		       pool_read("zero_mib"), target, pool_counter("refill_failed"),
+		       meminfo_kb("MemAvailable") / 1024);
 	pool_mib = pool_read("zero_mib");
 	hog_mib = meminfo_kb("MemAvailable") / 1024 + pool_mib / 2;
 	TH_LOG("pool %ld MiB, MemAvailable %ld MiB, hog %ld MiB", pool_mib,
