@@ -14,7 +14,8 @@
  * such an EOF is mapped with PTEs. MAP_SHARED and MAP_PRIVATE (copy-on-write
  * into 4 KiB private copies) both work. Access past EOF raises SIGBUS.
  *
- * A failed write or fallocate leaves no block past EOF.
+ * A failed write or fallocate leaves no block of its own past EOF; blocks
+ * reserved there earlier (FALLOC_FL_KEEP_SIZE) stay.
  *
  * Every block stays a whole 2 MiB folio for as long as it is in the page
  * cache, whatever the rest of the mm tries, and stays there until the
@@ -151,12 +152,51 @@ static void zfs_drop_blocks(struct inode *inode, loff_t start, loff_t end)
 	filemap_invalidate_unlock(mapping);
 }
 
-/* After a failed write or fallocate: no block stays past EOF, where nothing
- * could reach it but it would still count against the mount. Caller holds
- * inode_lock. */
-static void zfs_drop_past_eof(struct inode *inode)
+/* Drop the blocks of page indices [*run, end) and end the run. */
+static void zfs_drop_run(struct inode *inode, pgoff_t *run, pgoff_t end)
 {
-	zfs_drop_blocks(inode, round_up(i_size_read(inode), ZP_BLOCK_SIZE), -1);
+	zfs_drop_blocks(inode, (loff_t)*run << PAGE_SHIFT, ((loff_t)end << PAGE_SHIFT) - 1);
+	*run = ULONG_MAX;
+}
+
+/*
+ * write() and fallocate() mark the blocks they add (PG_checked, which a
+ * filesystem may use on its page cache folios) until the call ends. Then
+ * zfs_settle_new_blocks() clears the marks over [start, end), and, for a
+ * call that failed, takes back the marked blocks that lie past EOF: there
+ * nothing could reach them but they would still count against the mount.
+ * Blocks that were there before the call (reserved past EOF with
+ * FALLOC_FL_KEEP_SIZE) stay. Only holders of inode_lock add blocks past
+ * EOF (faults and pins stop at EOF), so the marks there are the call's
+ * own. Runs of marked blocks go in one zfs_drop_blocks() each. s_maxbytes
+ * is a whole number of blocks, so no offset here wraps. Caller holds
+ * inode_lock.
+ */
+static void zfs_settle_new_blocks(struct inode *inode, loff_t start, loff_t end, bool failed)
+{
+	pgoff_t eof = round_up(i_size_read(inode), ZP_BLOCK_SIZE) >> PAGE_SHIFT;
+	pgoff_t index = round_down(start, ZP_BLOCK_SIZE) >> PAGE_SHIFT;
+	pgoff_t last = DIV_ROUND_UP(end, PAGE_SIZE);
+	pgoff_t run = ULONG_MAX;	/* first index of the run to drop */
+	struct folio *folio;
+	bool drop;
+
+	for (; index < last; index += ZP_BLOCK_PAGES) {
+		folio = zp_filemap_lookup(inode->i_mapping, index, 0);
+		drop = false;
+		if (folio) {
+			drop = folio_test_checked(folio) && failed && index >= eof;
+			folio_clear_checked(folio);
+			folio_put(folio);
+		}
+		if (drop && run == ULONG_MAX)
+			run = index;
+		else if (folio && !drop && run != ULONG_MAX)
+			zfs_drop_run(inode, &run, index);
+		cond_resched();
+	}
+	if (run != ULONG_MAX)
+		zfs_drop_run(inode, &run, index);
 }
 
 /* The n-th node (from 0) set in a nodemask. */
@@ -253,7 +293,9 @@ static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_stru
  * works out the node) if the file has none there yet. Returns 0 with *out
  * referenced and locked, or -ENOSPC (mount full), -ENOMEM, -EINTR (fatal
  * signal), -EIO (a hole smaller than a block). Caller holds inode_lock or
- * invalidate_lock (shared), which keeps truncation out.
+ * invalidate_lock (shared), which keeps truncation out. Without a vma
+ * (write, fallocate: inode_lock held) a block added here is marked new,
+ * and the caller ends with zfs_settle_new_blocks().
  */
 static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 			 struct folio **out)
@@ -267,6 +309,8 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 		if (fatal_signal_pending(current))
 			return -EINTR;
 		ret = zfs_add_block(inode, index, vma, out);
+		if (!ret && !vma)
+			folio_set_checked(*out);	/* see zfs_settle_new_blocks() */
 		if (ret != -EEXIST)
 			return ret;
 	}
@@ -283,6 +327,7 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
  */
 static void zfs_free_folio(struct folio *folio)
 {
+	folio_clear_checked(folio);	/* a safeguard: the allocator clears it too */
 	zp_pool_release(folio);
 }
 
@@ -496,12 +541,13 @@ static ssize_t zfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	return done;
 }
 
-/* Copy one page's worth into the file, allocating its block if needed;
- * -EIO for a page memory failure marked poisoned. Caller holds
+/* Copy one page's worth into the file, allocating its block if needed
+ * (*added set when a block this call added is met); -EIO for a page
+ * memory failure marked poisoned. Caller holds
  * inode_lock; the folio is not kept locked while copying, so a source
  * buffer mapped from this very file cannot deadlock. */
 static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
-			   struct iov_iter *from)
+			   struct iov_iter *from, bool *added)
 {
 	pgoff_t index = pos >> PAGE_SHIFT;
 	struct folio *folio;
@@ -512,6 +558,7 @@ static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
 	ret = zfs_get_folio(inode, index, NULL, &folio);
 	if (ret)
 		return ret;
+	*added |= folio_test_checked(folio);
 	folio_unlock(folio);
 	page = folio_file_page(folio, index);
 	if (PageHWPoison(page))
@@ -526,7 +573,8 @@ static ssize_t zfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
 	ssize_t ret, done = 0;
-	loff_t pos;
+	loff_t pos, reach = 0;	/* reach: the end of the last chunk tried */
+	bool added = false;	/* a block was added (and marked) */
 
 	inode_lock(inode);
 	ret = generic_write_checks(iocb, from);
@@ -540,7 +588,8 @@ static ssize_t zfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	while (iov_iter_count(from)) {
 		size_t len = min_t(size_t, PAGE_SIZE - offset_in_page(pos), iov_iter_count(from));
 
-		ret = write_chunk(inode, pos, len, from);
+		reach = pos + len;
+		ret = write_chunk(inode, pos, len, from, &added);
 		if (ret <= 0) {
 			if (!ret)
 				ret = -EFAULT;
@@ -554,8 +603,8 @@ static ssize_t zfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	}
 	if (done && pos > i_size_read(inode))
 		i_size_write(inode, pos);
-	if (ret < 0)
-		zfs_drop_past_eof(inode);	/* a block taken for a failed copy */
+	if (added)
+		zfs_settle_new_blocks(inode, iocb->ki_pos, reach, ret < 0);
 	if (done) {
 		iocb->ki_pos = pos;
 		zp_inode_touch(inode);
@@ -566,12 +615,13 @@ out:
 	return ret;
 }
 
-/* Allocate every block of [offset, offset + len); on failure nothing stays
- * past EOF (what lies inside EOF is simply allocated early). Caller holds
- * inode_lock. */
+/* Allocate every block of [offset, offset + len); on failure no block this
+ * call added stays past EOF (what lies inside EOF is simply allocated
+ * early, and what was reserved before stays). Caller holds inode_lock. */
 static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len)
 {
 	loff_t pos, end = offset + len;
+	bool added = false;	/* a block was added (and marked) */
 	struct folio *folio;
 	int ret;
 
@@ -580,14 +630,17 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 		return ret;
 	for (pos = offset; pos < end; pos += ZP_BLOCK_SIZE) {
 		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, &folio);
-		if (ret) {
-			zfs_drop_past_eof(inode);
-			return ret;
-		}
+		if (ret)
+			break;
+		added |= folio_test_checked(folio);
 		folio_unlock(folio);
 		folio_put(folio);
 		cond_resched();
 	}
+	if (added)
+		zfs_settle_new_blocks(inode, offset, pos, ret != 0);
+	if (ret)
+		return ret;
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > i_size_read(inode)) {
 		zfs_clear_past_eof(inode, i_size_read(inode), end);
 		i_size_write(inode, end);
@@ -943,7 +996,8 @@ static int zfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 	sbi->max_blocks = ctx->size ? ctx->size / ZP_BLOCK_SIZE : default_blocks();
 	sb->s_fs_info = sbi;
-	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	/* whole blocks: no block's end, nor round_up(i_size), wraps */
+	sb->s_maxbytes = round_down(MAX_LFS_FILESIZE, ZP_BLOCK_SIZE);
 	sb->s_blocksize = PAGE_SIZE;
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_magic = ZEROPINFS_MAGIC;

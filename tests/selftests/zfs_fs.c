@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -260,6 +261,65 @@ TEST_F(zfs, failed_write_leaves_no_block)
 
 	EXPECT_EQ(-1, pwrite(self->fd, unmapped, 4096, FILE_SIZE + 4 * SZ_2M));
 	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(0, used_kb());
+}
+
+/* Blocks reserved past EOF with FALLOC_FL_KEEP_SIZE stay reserved when a
+ * later write or fallocate fails over them: the failed call takes back
+ * only the blocks it added itself. */
+TEST_F(zfs, failed_calls_keep_earlier_reservations)
+{
+	void *volatile unmapped = (void *)8;
+	struct stat st;
+	char *p;
+
+	ASSERT_EQ(0, fallocate(self->fd, FALLOC_FL_KEEP_SIZE, FILE_SIZE, 2 * SZ_2M));
+	ASSERT_EQ(2 * SZ_2M / 1024, used_kb());
+	/* a copy that faults into a reserved block, then into a new one */
+	EXPECT_EQ(-1, pwrite(self->fd, unmapped, 4096, FILE_SIZE));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, pwrite(self->fd, unmapped, 4096, FILE_SIZE + 4 * SZ_2M));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());
+	/* a fallocate over the reservation that runs out of room */
+	EXPECT_EQ(-1, fallocate(self->fd, 0, FILE_SIZE, MOUNT_SIZE + 2 * SZ_2M));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_EQ(FILE_SIZE, st.st_size);
+	/* the reserved blocks serve the file once it grows over them: zero */
+	ASSERT_EQ(0, ftruncate(self->fd, FILE_SIZE + 2 * SZ_2M));
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());
+	p = map_file(self->fd, FILE_SIZE + 2 * SZ_2M, MAP_SHARED);
+	EXPECT_TRUE(all_bytes(p + FILE_SIZE, 0, 2 * SZ_2M));
+	EXPECT_EQ(2 * SZ_2M / 1024, used_kb());
+	munmap(p, FILE_SIZE + 2 * SZ_2M);
+}
+
+/* The last block a file can have: writes there work, past it they get
+ * EFBIG (not an offset that wraps, which looped for 2^43 steps under
+ * inode_lock after a write at LLONG_MAX - 1). */
+TEST_F(zfs, writes_at_the_largest_offsets)
+{
+	const off_t max = LLONG_MAX & ~(off_t)(SZ_2M - 1);	/* s_maxbytes */
+	void *volatile unmapped = NULL;
+	struct stat st;
+	char c = 0;
+
+	EXPECT_EQ(-1, pwrite(self->fd, "x", 1, LLONG_MAX - 1));
+	EXPECT_EQ(EFBIG, errno);
+	EXPECT_EQ(-1, fallocate(self->fd, 0, max, SZ_2M));
+	EXPECT_EQ(EFBIG, errno);
+	EXPECT_EQ(-1, pwrite(self->fd, unmapped, 1, max - 1));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(0, used_kb());
+	ASSERT_EQ(1, pwrite(self->fd, "x", 1, max - 1));
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_EQ(max, st.st_size);
+	EXPECT_EQ(1, pread(self->fd, &c, 1, max - 1));
+	EXPECT_EQ('x', c);
+	EXPECT_EQ(SZ_2M / 1024, used_kb());
+	ASSERT_EQ(0, ftruncate(self->fd, FILE_SIZE));
 	EXPECT_EQ(0, used_kb());
 }
 

@@ -156,8 +156,8 @@ static long mount_free_blocks(void)
 }
 
 /* Free blocks before the call under test (a failed write or fallocate
- * gives back what it took, and blocks reserved past EOF, so looking after
- * the call can see room that was not there). */
+ * gives back what it took, so looking after the call can see room that
+ * was not there). */
 static long free_before;
 
 static void note_free(void)
