@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fault_inject - every allocation that VFIO_IOMMU_MAP_DMA (type1 and
- * zeropin), a zeropinfs write() or a fallocate() makes may fail: the call
+ * fault_inject - every allocation that VFIO_IOMMU_MAP_DMA and
+ * VFIO_SET_IOMMU (type1 and zeropin), a zeropinfs write(), fallocate(),
+ * page fault or mount makes may fail: the call
  * then fails with an errno, leaves nothing pinned, charged or counted, and
  * the next call works (kmemleak, in the debug lab kernel, finds anything
  * left allocated). The kernel's fail-nth (/proc/thread-self/fail-nth) makes
@@ -17,7 +18,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -29,6 +32,10 @@
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* since 5.14; older libc headers lack it */
+#endif
 
 #define DEBUGFS		"/sys/kernel/debug"
 #define IOVA_BASE	0x100000000ull
@@ -226,6 +233,134 @@ TEST_F(fault, zeropinfs_write_and_fallocate_fail_cleanly)
 	close(fd);
 	ASSERT_EQ(0, unlink(ZFS_MNT "/inject"));
 	EXPECT_EQ(0, pool_counter("inuse"));
+}
+
+/*
+ * VFIO_SET_IOMMU failing each allocation in turn (a second edu, in a
+ * container of its own each time): the ioctl fails with ENOMEM, or VFIO
+ * moves on to the next driver that takes TYPE1v2 (zeropin failing gives
+ * the container to stock type1: slower, still correct). Either way
+ * nothing stays behind: the group attaches again, zeropin counts no
+ * container once it is closed, and the last container works.
+ */
+TEST_F(fault, set_iommu_fails_cleanly_at_every_allocation)
+{
+	int n, ret, container = -1, group, group_id, failed = 0, fell_back = 0;
+	long before = zeropin_containers();
+	char bdf[256];
+	bool left;
+
+	if (variant->backing != BACKING_ANON_4K)
+		SKIP(return, "one variant per driver is enough: no memory here");
+	if (edu_find(1, bdf, sizeof(bdf)))
+		SKIP(return, "needs a second edu");
+	ASSERT_EQ(0, vfio_group_open(bdf, &group_id, &group));
+	for (n = 1; n < MAX_SITES; n++) {
+		container = vfio_container_open();
+		ASSERT_EQ(0, __vfio_group_attach(group, container));
+		ASSERT_EQ(0, __fail_nth(n));
+		ret = ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) ? -errno : 0;
+		left = fail_nth_left();
+		if (ret) {
+			failed++;
+			/* type1's domain allocation fails with EIO */
+			EXPECT_TRUE(ret == -ENOMEM || ret == -EIO)
+				TH_LOG("allocation %d: errno %d", n, -ret);
+		} else if (variant->driver == DRIVER_ZEROPIN &&
+			   zeropin_containers() == before) {
+			fell_back++;
+		}
+		if (!ret && left)
+			break;	/* no allocation left to fail */
+		ASSERT_EQ(0, ioctl(group, VFIO_GROUP_UNSET_CONTAINER));
+		close(container);
+		ASSERT_EQ(before, zeropin_containers()) TH_LOG("allocation %d", n);
+	}
+	ASSERT_LT(n, MAX_SITES);
+	TH_LOG("%d allocations on the path: %d failed the ioctl, %d gave the container to type1",
+	       n - 1, failed, fell_back);
+	/* the last try had nothing to fail: the driver the variant names */
+	EXPECT_EQ(variant->driver == DRIVER_ZEROPIN ? before + 1 : before, zeropin_containers());
+	ASSERT_EQ(0, ioctl(group, VFIO_GROUP_UNSET_CONTAINER));
+	close(container);
+	close(group);
+	EXPECT_EQ(before, zeropin_containers());
+}
+
+/*
+ * A fault on a zeropinfs mapping failing each allocation in turn (asked
+ * through MADV_POPULATE_WRITE, which turns the fault's SIGBUS into an
+ * errno): the mount and the pool count exactly the blocks the file holds,
+ * and the next fault works.
+ */
+TEST_F(fault, zeropinfs_fault_fails_cleanly_at_every_allocation)
+{
+	size_t size = 2 * SZ_2M;
+	int n, fd, ret, failed = 0;
+	bool left;
+	char *p;
+
+	if (variant->driver != DRIVER_ZEROPIN || variant->backing != BACKING_ZEROPINFS)
+		SKIP(return, "one variant is enough: no VFIO here");
+	fd = zfs_create(ZFS_MNT "/fault", size);
+	p = map_file(fd, size, MAP_SHARED);
+	for (n = 1; n < MAX_SITES; n++) {
+		ASSERT_EQ(0, __fail_nth(n));
+		ret = madvise(p, size, MADV_POPULATE_WRITE) ? -errno : 0;
+		left = fail_nth_left();
+		if (ret) {
+			failed++;
+			EXPECT_TRUE(ret == -EFAULT || ret == -ENOMEM)
+				TH_LOG("allocation %d: errno %d", n, -ret);
+		}
+		ASSERT_EQ(zfs_used_blocks() * 2, pool_read("inuse_mib")) TH_LOG("allocation %d", n);
+		ASSERT_GE(2, zfs_used_blocks()) TH_LOG("allocation %d", n);
+		if (!ret && left)
+			break;
+		/* start over from an empty file, with nothing mapped */
+		ASSERT_EQ(0, madvise(p, size, MADV_DONTNEED));
+		ASSERT_EQ(0, ftruncate(fd, 0));
+		ASSERT_EQ(0, ftruncate(fd, size));
+		ASSERT_EQ(0, zfs_used_blocks());
+	}
+	ASSERT_LT(n, MAX_SITES);
+	TH_LOG("%d allocations on the path, %d of whose failures failed the fault", n - 1, failed);
+	EXPECT_EQ(2, zfs_used_blocks());
+	EXPECT_TRUE(all_bytes(p, 0, size));
+	munmap(p, size);
+	close(fd);
+	ASSERT_EQ(0, unlink(ZFS_MNT "/fault"));
+	EXPECT_EQ(0, pool_counter("inuse"));
+}
+
+/*
+ * mount -t zeropinfs failing each allocation in turn: a clear errno, no
+ * mount left, and the module can still go (teardown unloads it).
+ */
+TEST_F(fault, mount_fails_cleanly_at_every_allocation)
+{
+	int n, ret, failed = 0;
+	bool left;
+
+	if (variant->driver != DRIVER_ZEROPIN || variant->backing != BACKING_ZEROPINFS)
+		SKIP(return, "one variant is enough: no VFIO here");
+	ASSERT_EQ(0, mkdir(ZFS_MNT "/m", 0700));
+	for (n = 1; n < MAX_SITES; n++) {
+		ASSERT_EQ(0, __fail_nth(n));
+		ret = mount("none", ZFS_MNT "/m", "zeropinfs", 0, "size=16M,mode=0700") ? -errno : 0;
+		left = fail_nth_left();
+		if (ret) {
+			failed++;
+			EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+			continue;
+		}
+		ASSERT_EQ(0, umount(ZFS_MNT "/m"));
+		if (left)
+			break;
+	}
+	ASSERT_LT(n, MAX_SITES);
+	TH_LOG("%d allocations on the path, %d of whose failures failed the mount", n - 1, failed);
+	ASSERT_EQ(0, rmdir(ZFS_MNT "/m"));
 }
 
 TEST_HARNESS_MAIN
