@@ -15,7 +15,7 @@ void test_fail(const char *what, int err) __attribute__((noreturn));
 double now_ms(void);
 
 /* A test's budget (a count, seconds, a size) from the environment variable
- * name, else dflt: make check gives the debug kernel a smaller one. */
+ * name, else dflt: make check and make check-debug set smaller ones. */
 unsigned long env_ulong(const char *name, unsigned long dflt);
 
 /* True when every byte of [p, p + len) is c. */
