@@ -189,10 +189,12 @@ static void zfs_settle_new_blocks(struct inode *inode, loff_t start, loff_t end,
 			folio_clear_checked(folio);
 			folio_put(folio);
 		}
-		if (drop && run == ULONG_MAX)
-			run = index;
-		else if (folio && !drop && run != ULONG_MAX)
-			zfs_drop_run(inode, &run, index);
+		if (drop) {
+			if (run == ULONG_MAX)
+				run = index;
+		} else if (folio && run != ULONG_MAX) {
+			zfs_drop_run(inode, &run, index);	/* a block of before ends it */
+		}
 		cond_resched();
 	}
 	if (run != ULONG_MAX)
@@ -327,7 +329,6 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
  */
 static void zfs_free_folio(struct folio *folio)
 {
-	folio_clear_checked(folio);	/* a safeguard: the allocator clears it too */
 	zp_pool_release(folio);
 }
 
