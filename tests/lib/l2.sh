@@ -47,11 +47,18 @@ l2_base_args() {
 }
 
 # --- L2 kernels that die while booting ---
-# Nested TCG crashes about one L2 boot in ten early in the L2 kernel (a GPF
-# at the IRET of text_poke_early's sync_core, static calls patched in
-# apparmor_init), with anonymous L2 RAM as with zeropinfs: before anything
-# the tests look at. A test that needs L2's userspace boots it again.
-L2_BOOTS=3		# boots of an L2 whose kernel dies before its /init speaks
+# Nested TCG corrupts L2's flags early in the L2 kernel now and then: a
+# pushf in text_poke_early (static calls patched in apparmor_init) reads
+# garbage bits back (IOPL 3, NT, AC: R13 in the oops), a #DB WARNING for a
+# single step nobody asked for follows, then a GPF at the IRET of its
+# sync_core. It happens with anonymous L2 RAM as with
+# zeropinfs, before anything the tests look at: about one boot in 30 on
+# this machine's host, most boots on some CI hosts. A test that needs L2's
+# userspace boots it again; when every boot died and the last one died
+# that way (text_poke_early or the stray #DB in its oops), its result is a
+# skip that says so, not a pass and not a failure. Any other death of
+# every boot fails the test.
+L2_BOOTS=6		# boots of an L2 whose kernel dies before its /init speaks
 
 # l2_died_early MARK: the last L2's kernel panicked (/tmp/l2.console) and
 # its /init never printed MARK.
@@ -61,25 +68,40 @@ l2_died_early() {
 }
 
 # The oops of an L2 whose kernel died, as TAP comments (not the kernel
-# log: the boot's check fails on any oops it holds).
+# log: the boot's check fails on any oops it holds), from its first
+# WARNING.
 l2_show_death() {
-	tr -d '\r' </tmp/l2.console | grep -B 2 -A 40 -m1 -E 'BUG:|Oops|general protection|Kernel panic' |
+	tr -d '\r' </tmp/l2.console | grep -B 2 -A 40 -m1 -E 'WARNING:|BUG:|Oops|general protection|Kernel panic' |
 		head -n 45 | sed 's/^/#   L2: /'
 }
 
 # l2_retry MARK COMMAND...: run COMMAND (one L2 boot that leaves its
 # console in /tmp/l2.console), again while l2_died_early MARK, L2_BOOTS
-# runs at most; says so each time.
+# runs at most; says so each time. Sets L2_DIED to the number of boots
+# when the last one died too (empty when L2's /init spoke).
 l2_retry() {
 	local mark="$1" boots=1
 	shift
 	"$@"
 	while l2_died_early "$mark" && [ "$boots" -lt "$L2_BOOTS" ]; do
-		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
+		echo "# L2 kernel died before /init ran ($(grep -m1 -E 'WARNING:|BUG|Kernel panic' /tmp/l2.console | tr -d '\r')); booting it again"
 		l2_show_death
 		"$@"
 		boots=$((boots + 1))
 	done
+	L2_DIED=
+	if l2_died_early "$mark"; then
+		L2_DIED=$boots
+		l2_show_death
+	fi
+}
+
+# l2_skip_if_died NAME: when every boot of the last l2_retry died before
+# L2's /init, the last of nested TCG's flag corruption, NAME's result is a
+# skip saying so (status 0); status 1, and nothing printed, otherwise.
+l2_skip_if_died() {
+	[ -n "${L2_DIED:-}" ] && grep -q -E 'text_poke_early|exc_debug_kernel' /tmp/l2.console || return 1
+	skip "$1" "L2's kernel died before its /init in all $L2_DIED boots (nested TCG's early-boot flag corruption, above)"
 }
 
 # The L2 kernel's command line: its first line on the serial console early.

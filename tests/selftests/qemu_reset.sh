@@ -116,6 +116,7 @@ $(cat /tmp/l2.err)"
 # mapped through zeropin's container, and the VF's own Identify data (its
 # controller id, not the PF's) arrived in L2's page.
 vf_check() {
+	l2_skip_if_died "$1" && return
 	if [ "$RESETS" = "$2" ] && [ "$MAPS" -gt 0 ] &&
 		echo "$L2_LOG" | grep -q "^l2-nvme: identify ok sn=$NVME_SERIAL cntlid=$NVME_VF_CNTLID$" &&
 		{ [ -z "${3:-}" ] || echo "$TRACE" | grep -q "$3"; }; then
