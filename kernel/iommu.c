@@ -388,6 +388,19 @@ err:
 	return ret;
 }
 
+/*
+ * A failed attach is silent in VFIO: for a new container (VFIO_SET_IOMMU)
+ * it asks its next driver, stock type1, and the VM runs slower with no
+ * error anywhere. Count it and say so, so an operator can tell.
+ */
+static int zp_attach_failed(struct iommu_group *group, int ret)
+{
+	zp_stat_inc(attach_failures);
+	pr_warn_ratelimited("group %d: attach failed (%d); a new container goes to VFIO's next IOMMU driver\n",
+			    iommu_group_id(group), ret);
+	return ret;
+}
+
 /* A group joins (VFIO_SET_IOMMU, or a group added later). Takes
  * zp_container.lock; on failure nothing of the group stays attached. */
 static int zp_attach_group(void *data, struct iommu_group *group,
@@ -409,7 +422,7 @@ static int zp_attach_group(void *data, struct iommu_group *group,
 	}
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
 	if (!g)
-		return -ENOMEM;
+		return zp_attach_failed(group, -ENOMEM);
 	g->group = group;
 	mutex_lock(&c->lock);
 	ret = -EINVAL;
@@ -442,7 +455,7 @@ static int zp_attach_group(void *data, struct iommu_group *group,
 err_unlock:
 	mutex_unlock(&c->lock);
 	kfree(g);
-	return ret;
+	return zp_attach_failed(group, ret);
 }
 
 /*
@@ -742,6 +755,7 @@ static int zp_stats_show(struct seq_file *m, void *v)
 	SHOW(bar_runs);
 	SHOW(mmio_pages);
 	SHOW(mmio_revoked);
+	SHOW(attach_failures);
 #undef SHOW
 	return 0;
 }

@@ -94,6 +94,9 @@ struct zp_iommu_stats {
 	atomic64_t mmio_pages;		/* MMIO (PFNMAP) pages ever mapped */
 	atomic64_t mmio_revoked;	/* mappings revoked because their MMIO
 					 * mapping went away */
+	atomic64_t attach_failures;	/* groups zeropin failed to attach (no
+					 * memory, IOMMU error); a new container
+					 * then goes to VFIO's next driver, type1 */
 };
 extern struct zp_iommu_stats zp_iommu_stats;
 
