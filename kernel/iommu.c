@@ -389,15 +389,21 @@ err:
 }
 
 /*
- * A failed attach is silent in VFIO: for a new container (VFIO_SET_IOMMU)
- * it asks its next driver, stock type1, and the VM runs slower with no
- * error anywhere. Count it and say so, so an operator can tell.
+ * zeropin failing to set up (no memory, an IOMMU error) is silent in
+ * VFIO_SET_IOMMU: VFIO asks its next driver, stock type1, and the VM runs
+ * slower with no error anywhere. Count it and say so, so an operator can
+ * tell. (Adding a group to a container that has a driver fails instead.)
+ * Deliberate declines (mdev groups, MSIs not isolated, mappings outside
+ * the group's IOVA ranges) are not failures and are not counted.
  */
-static int zp_attach_failed(struct iommu_group *group, int ret)
+static int zp_setup_failed(struct iommu_group *group, int ret)
 {
-	zp_stat_inc(attach_failures);
-	pr_warn_ratelimited("group %d: attach failed (%d); a new container goes to VFIO's next IOMMU driver\n",
-			    iommu_group_id(group), ret);
+	zp_stat_inc(setup_failures);
+	if (group)
+		pr_warn_ratelimited("group %d: attach failed (%d); VFIO_SET_IOMMU goes on to its next driver (type1), adding a group to a container fails\n",
+				    iommu_group_id(group), ret);
+	else
+		pr_warn_ratelimited("container: no memory; VFIO_SET_IOMMU goes on to its next driver (type1)\n");
 	return ret;
 }
 
@@ -416,13 +422,13 @@ static int zp_attach_group(void *data, struct iommu_group *group,
 	if (type != ZP_VFIO_IOMMU)
 		return -EINVAL;	/* emulated (mdev) groups: stock type1 */
 	if (!allow_unsafe_interrupts && !zp_group_msi_isolated(group)) {
-		pr_warn("group %d: no interrupt remapping; set allow_unsafe_interrupts=1 to use it anyway\n",
-			iommu_group_id(group));
+		pr_warn_ratelimited("group %d: no interrupt remapping; set allow_unsafe_interrupts=1 to use it anyway\n",
+				    iommu_group_id(group));
 		return -EPERM;
 	}
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
 	if (!g)
-		return zp_attach_failed(group, -ENOMEM);
+		return zp_setup_failed(group, -ENOMEM);
 	g->group = group;
 	mutex_lock(&c->lock);
 	ret = -EINVAL;
@@ -430,13 +436,15 @@ static int zp_attach_group(void *data, struct iommu_group *group,
 		goto err_unlock;
 	new = zp_domain_create(group);
 	if (IS_ERR(new)) {
-		ret = PTR_ERR(new);
+		ret = zp_setup_failed(group, PTR_ERR(new));
 		goto err_unlock;
 	}
 	ret = zp_ranges_build(c, new->domain, group, &ranges, &nr);
-	if (!ret && !zp_dma_fit(c, ranges, nr)) {
+	if (ret)
+		zp_setup_failed(group, ret);
+	else if (!zp_dma_fit(c, ranges, nr)) {
 		kfree(ranges);
-		ret = -EINVAL;
+		ret = -EINVAL;	/* a mapping outside its ranges, as type1 */
 	}
 	if (ret) {
 		iommu_detach_group(new->domain, group);
@@ -446,6 +454,7 @@ static int zp_attach_group(void *data, struct iommu_group *group,
 	ret = zp_domain_place(c, new, g);
 	if (ret) {
 		kfree(ranges);
+		zp_setup_failed(group, ret);
 		goto err_unlock;
 	}
 	zp_ranges_set(c, ranges, nr);
@@ -455,7 +464,7 @@ static int zp_attach_group(void *data, struct iommu_group *group,
 err_unlock:
 	mutex_unlock(&c->lock);
 	kfree(g);
-	return zp_attach_failed(group, ret);
+	return ret;
 }
 
 /*
@@ -501,7 +510,7 @@ static void *zp_open(unsigned long arg)
 		return ERR_PTR(-EINVAL);
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
-		return ERR_PTR(-ENOMEM);
+		return ERR_PTR(zp_setup_failed(NULL, -ENOMEM));
 	mutex_init(&c->lock);
 	mutex_init(&c->revoke_lock);
 	INIT_LIST_HEAD(&c->domains);
@@ -755,7 +764,7 @@ static int zp_stats_show(struct seq_file *m, void *v)
 	SHOW(bar_runs);
 	SHOW(mmio_pages);
 	SHOW(mmio_revoked);
-	SHOW(attach_failures);
+	SHOW(setup_failures);
 #undef SHOW
 	return 0;
 }

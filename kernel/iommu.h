@@ -94,9 +94,9 @@ struct zp_iommu_stats {
 	atomic64_t mmio_pages;		/* MMIO (PFNMAP) pages ever mapped */
 	atomic64_t mmio_revoked;	/* mappings revoked because their MMIO
 					 * mapping went away */
-	atomic64_t attach_failures;	/* groups zeropin failed to attach (no
-					 * memory, IOMMU error); a new container
-					 * then goes to VFIO's next driver, type1 */
+	atomic64_t setup_failures;	/* containers and groups zeropin failed
+					 * to set up (no memory, IOMMU error):
+					 * VFIO_SET_IOMMU then goes to type1 */
 };
 extern struct zp_iommu_stats zp_iommu_stats;
 

@@ -240,14 +240,15 @@ TEST_F(fault, zeropinfs_write_and_fallocate_fail_cleanly)
  * container of its own each time): the ioctl fails with ENOMEM, or VFIO
  * moves on to the next driver that takes TYPE1v2 (zeropin failing gives
  * the container to stock type1: slower, still correct, and counted in
- * attach_failures so an operator can tell). Either way nothing stays
- * behind: the group attaches again, zeropin counts no container once it
- * is closed, and the last container works.
+ * setup_failures, with a line in the kernel log, so an operator can
+ * tell). Either way nothing stays behind: the group attaches again,
+ * zeropin counts no container once it is closed, and the last container
+ * works.
  */
 TEST_F(fault, set_iommu_fails_cleanly_at_every_allocation)
 {
 	int n, ret, container = -1, group, group_id, failed = 0, fell_back = 0;
-	long before = zeropin_containers(), attach_failures;
+	long before = zeropin_containers(), setup_failures;
 	char bdf[256];
 	bool left;
 
@@ -259,7 +260,7 @@ TEST_F(fault, set_iommu_fails_cleanly_at_every_allocation)
 	for (n = 1; n < MAX_SITES; n++) {
 		container = vfio_container_open();
 		ASSERT_EQ(0, __vfio_group_attach(group, container));
-		attach_failures = iommu_counter("attach_failures");
+		setup_failures = iommu_counter("setup_failures");
 		ASSERT_EQ(0, __fail_nth(n));
 		ret = ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) ? -errno : 0;
 		left = fail_nth_left();
@@ -271,8 +272,8 @@ TEST_F(fault, set_iommu_fails_cleanly_at_every_allocation)
 		} else if (variant->driver == DRIVER_ZEROPIN &&
 			   zeropin_containers() == before) {
 			fell_back++;
-			EXPECT_LT(attach_failures, iommu_counter("attach_failures"))
-				TH_LOG("allocation %d: type1 took the container, attach_failures did not count it", n);
+			EXPECT_LT(setup_failures, iommu_counter("setup_failures"))
+				TH_LOG("allocation %d: type1 took the container, setup_failures did not count it", n);
 		}
 		if (!ret && left)
 			break;	/* no allocation left to fail */
