@@ -55,8 +55,8 @@ l2_base_args() {
 # a jump to nowhere; or an interrupt ends in a double fault a little
 # later (net_ns_init's allocations). All of it inside start_kernel, before
 # any initcall or device, with anonymous L2 RAM as with zeropinfs: about
-# one boot in 30 on this machine's idle host, a third of them with a
-# second lab beside it, most boots on some CI hosts. A test that needs
+# one boot in 30 on this machine's idle host, 7 of 8 with a second lab
+# beside it, most boots on some CI hosts. A test that needs
 # L2's userspace boots it again; when every boot died and each of them
 # inside start_kernel, its result is a skip that says so, not a pass and
 # not a failure. A boot that died any other way (an initcall, a driver,
