@@ -395,6 +395,8 @@ err:
  * tell. (Adding a group to a container that has a driver fails instead.)
  * Deliberate declines (mdev groups, MSIs not isolated, mappings outside
  * the group's IOVA ranges) are not failures and are not counted.
+ * Takes no lock: called from zp_open() and zp_attach_group(), with or
+ * without zp_container.lock held; returns ret for the caller to pass on.
  */
 static int zp_setup_failed(struct iommu_group *group, int ret)
 {
