@@ -126,6 +126,18 @@ typedef enum page_entry_size zp_fault_size_t;
 #define ZP_FAULT_IS_PMD(size) ((size) == PE_SIZE_PMD)
 #endif
 
+/* --- may a PMD map the file at addr in vma? Inside the vma, and the
+ * vma's file offset congruent to its address modulo 2 MiB. Named
+ * thp_vma_suitable_order() since 6.8 --- */
+static inline bool zp_vma_suits_pmd(struct vm_area_struct *vma, unsigned long addr)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+	return thp_vma_suitable_order(vma, addr, PMD_ORDER);
+#else
+	return transhuge_vma_suitable(vma, addr);
+#endif
+}
+
 /* --- memory policies: weighted interleave since 6.9 --- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
 #define ZP_MPOL_IS_INTERLEAVE(mode) \

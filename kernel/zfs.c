@@ -217,8 +217,9 @@ static int nth_node(const nodemask_t *mask, unsigned int n)
  * mapping's memory policy (mbind: what libvirt's numatune sets through
  * QEMU), else the task's (set_mempolicy, numactl), else the node of the CPU
  * that asks. Interleaving goes block by block. vma may be NULL (write,
- * fallocate); when given, the caller holds the mmap lock, which keeps
- * vma->vm_policy stable. The policy's nodemask is read once into a copy:
+ * fallocate); when given, the caller holds the mmap lock or (a 6.12
+ * fault) the vma's own lock, either of which keeps vma->vm_policy stable
+ * (mbind changes it with both taken for writing). The policy's nodemask is read once into a copy:
  * a cpuset change rebinds it in place (under task_lock, not ours), and a
  * mask that changed between reads could send nth_node() past its end.
  */
@@ -261,7 +262,8 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
  * file). Returns 0 with *out locked and referenced (the caller's
  * reference, besides the held one), -ENOSPC (mount full), -ENOMEM, or
  * -EEXIST (a folio is there already). Caller holds inode_lock or
- * invalidate_lock (shared), and the mmap lock when vma is given.
+ * invalidate_lock (shared), and the mmap lock or the vma's lock when vma
+ * is given.
  */
 static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 			 struct folio **out)
@@ -678,7 +680,8 @@ static long zfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len
  * file has none there; the fault needs pages up to last inside EOF. EOF is
  * checked under invalidate_lock (shared), which truncation takes
  * exclusively after moving i_size, so no fault leaves a block past EOF.
- * Caller holds the mmap lock (which keeps the vma's memory policy stable).
+ * Caller holds the mmap lock, or on 6.12 the vma's own lock (per-VMA lock
+ * faults); either keeps the vma's memory policy stable.
  * Returns 0, -ERANGE past EOF, -ENOSPC (mount full), -ENOMEM, -EINTR
  * (fatal signal) or -EIO (a hole smaller than a block).
  */
@@ -734,39 +737,71 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
 }
 
 /*
+ * The file pages a fault at vmf may map around itself: at most a block,
+ * and never outside the vma nor past the page table of vmf->address, the
+ * same clamp the core's do_fault_around() puts on what it hands to
+ * ->map_pages. filemap_map_pages() trusts its range: it writes the entries
+ * from the address of first on, so an unclamped range would fill a
+ * neighbour vma's entries (PTEs the file's rmap never sees) or run off the
+ * end of the page-table page.
+ */
+static void zfs_fault_range(struct vm_fault *vmf, pgoff_t *first, pgoff_t *last)
+{
+	pgoff_t pte_off = pte_index(vmf->address);
+	pgoff_t vma_off = vmf->pgoff - vmf->vma->vm_pgoff;	/* fault's page in the vma */
+	pgoff_t from, to;
+
+	from = max(ALIGN_DOWN(pte_off, ZP_BLOCK_PAGES), pte_off - min(pte_off, vma_off));
+	to = min3(from + ZP_BLOCK_PAGES, (pgoff_t)PTRS_PER_PTE,
+		  pte_off + vma_pages(vmf->vma) - vma_off) - 1;
+	*first = vmf->pgoff + from - pte_off;
+	*last = vmf->pgoff + to - pte_off;
+}
+
+/*
  * The PMD fault, tried before the page-sized path: make sure the folio is
  * in the page cache, then let filemap_map_pages() map it with one PMD. This
  * skips the generic path's page-table preallocation and shared-fault
  * bookkeeping, which were half the cost of a fault in the lab. Anything it
- * cannot map with a PMD (misaligned mapping, EOF, a private mapping) falls
- * back to zfs_fault().
+ * cannot map with a PMD falls back to zfs_fault(): a private mapping, a
+ * block crossing EOF, and a vma that does not suit a PMD at the address
+ * (the PMD's 2 MiB not all inside the vma, or the file offset not
+ * congruent to the address modulo 2 MiB). 6.12's core calls ->huge_fault
+ * without checking that (6.1's refuses file vmas before it gets here):
+ * the check is the handler's, and the range it maps is clamped to the vma
+ * all the same (zfs_fault_range()), since the block allocation sleeps and
+ * another thread may give the PMD a page table meanwhile, into which
+ * filemap_map_pages() then writes PTEs.
  *
  * The core also calls it for a write to a PMD that is mapped read-only
  * (soft-dirty tracking after clear_refs, as CRIU does; write-protection
  * for fork). filemap_map_pages() leaves a present PMD alone, so that fault
  * would repeat forever: it falls back instead, the core splits the PMD
  * mapping (not the folio) and makes the written PTE writable. Caller holds
- * the mmap lock.
+ * the mmap lock, or on 6.12 the vma's own lock (per-VMA lock faults):
+ * either keeps the vma's bounds and offset as they are across the sleep.
  */
 static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 {
-	pgoff_t start = round_down(vmf->pgoff, ZP_BLOCK_PAGES);
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t first, last;
 	struct folio *folio;
 	vm_fault_t ret;
 	int err;
 
 	/* Private mappings take the generic path: a write there must copy,
 	 * and filemap_map_pages() would map the file's own folio writable. */
-	if (!ZP_FAULT_IS_PMD(size) || !(vmf->vma->vm_flags & VM_SHARED) ||
-	    !pmd_none(READ_ONCE(*vmf->pmd)))
+	if (!ZP_FAULT_IS_PMD(size) || !(vma->vm_flags & VM_SHARED) ||
+	    !zp_vma_suits_pmd(vma, vmf->address) || !pmd_none(READ_ONCE(*vmf->pmd)))
 		return VM_FAULT_FALLBACK;
-	err = zfs_fault_folio(vmf, start + ZP_BLOCK_PAGES - 1, &folio);
+	zfs_fault_range(vmf, &first, &last);	/* the whole block, for a suitable vma */
+	err = zfs_fault_folio(vmf, last, &folio);
 	if (err == -ERANGE)
 		return VM_FAULT_FALLBACK;	/* a block crossing EOF: PTEs */
 	if (err)
 		return fault_error(err);
 	folio_unlock(folio);
-	ret = filemap_map_pages(vmf, start, start + ZP_BLOCK_PAGES - 1);
+	ret = filemap_map_pages(vmf, first, last);
 	folio_put(folio);
 	return ret == VM_FAULT_NOPAGE ? ret : VM_FAULT_FALLBACK;
 }

@@ -90,6 +90,52 @@ int bounded_call(int (*fn)(void *arg), void *arg, int timeout_ms)
 	return ret;
 }
 
+/* At most this many calls race in bounded_together(). */
+#define BOUNDED_TOGETHER_MAX	8
+
+int bounded_together(int n, int (*const fn[])(void *arg), void *const arg[], int ret[],
+		     int timeout_ms)
+{
+	struct bounded *b[BOUNDED_TOGETHER_MAX] = { NULL };
+	char *stack[BOUNDED_TOGETHER_MAX] = { NULL };
+	pid_t pid[BOUNDED_TOGETHER_MAX];
+	double deadline = now_ms() + timeout_ms;
+	int i, started, err = 0;
+
+	if (n < 1 || n > BOUNDED_TOGETHER_MAX)
+		return -EINVAL;
+	for (started = 0; started < n; started++) {
+		b[started] = calloc(1, sizeof(*b[started]));
+		stack[started] = malloc(BOUNDED_STACK);
+		if (!b[started] || !stack[started]) {
+			err = -ENOMEM;
+			break;
+		}
+		b[started]->fn = fn[started];
+		b[started]->arg = arg[started];
+		pid[started] = clone(bounded_trampoline, stack[started] + BOUNDED_STACK,
+				     CLONE_VM | CLONE_FILES | SIGCHLD, b[started]);
+		if (pid[started] < 0) {
+			err = -errno;
+			break;
+		}
+	}
+	for (i = 0; i < started; i++) {
+		double left = deadline - now_ms();
+
+		ret[i] = wait_bounded(pid[i], b[i], err ? 0 : (left > 0 ? (int)left : 0));
+		if (ret[i] == -ETIMEDOUT && !err)
+			err = -ETIMEDOUT;
+	}
+	if (err == -ETIMEDOUT)
+		return err;	/* a stuck child may still use its stack */
+	for (i = 0; i < n; i++) {
+		free(stack[i]);
+		free(b[i]);
+	}
+	return err;
+}
+
 int kill_and_reap(int pid, int timeout_ms)
 {
 	int status;

@@ -33,6 +33,13 @@
 int bounded_call(int (*fn)(void *arg), void *arg, int timeout_ms);
 int bounded_fork(int (*fn)(void *arg), void *arg, int timeout_ms);
 
+/* n calls at once, each run as bounded_call() runs one (a race between
+ * tasks that share the memory), all waited for until one deadline;
+ * ret[i] gets call i's result. Returns 0, -ETIMEDOUT when any call was
+ * still running at the deadline (each such one is killed and its ret[i]
+ * says so), or -errno when a call could not be started. */
+int bounded_together(int n, int (*const fn[])(void *arg), void *const arg[], int ret[],
+		     int timeout_ms);
 /* SIGKILL pid (a child) and reap it: 0 once it is gone, -ETIMEDOUT when
  * it is still there after timeout_ms (stuck in the kernel). */
 int kill_and_reap(int pid, int timeout_ms);

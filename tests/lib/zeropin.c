@@ -126,6 +126,17 @@ long iommu_counter(const char *name)
 	return counters_read(ZEROPIN_IOMMU_COUNTERS, name);
 }
 
+long zeropin_param_read(const char *name)
+{
+	char path[256];
+	long val;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/zeropin/parameters/%s", name);
+	ret = read_long(path, &val);
+	return ret ? ret : val;
+}
+
 int __zeropin_param_write(const char *name, long value)
 {
 	char path[256];

@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "kmsg.h"
+#include "pressure.h"
 #include "util.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
@@ -389,16 +390,81 @@ static int memory_nodes(void)
 	return n ? n : 1;
 }
 
-/* zero_rate_mib holds the idle refill to its rate (the time a refill takes
- * is the contract here, not a speed claim), the kthreads' zeroing time and
- * their throttling are counted, 0 lifts the cap, and a rate of any size
- * (4194304: "4 MiB/s" in bytes) is taken without harm. */
+/*
+ * The refill never reclaims or compacts memory directly: the kthread runs
+ * SCHED_IDLE, and inside direct reclaim or compaction it would hold
+ * i_mmap_rwsem and anon_vma locks (rmap walks) while VMs keep every CPU
+ * busy, stalling whoever waits for them. On a fragmented host (free
+ * memory in pieces smaller than a block) the pool is asked for blocks:
+ * the tracepoints of direct compaction and direct reclaim never name a
+ * zeropin kthread, and the kthread did try (blocks came, from what
+ * kswapd and kcompactd made, or failed refills were counted).
+ */
+#define FRAG_LEAVE_MIB	64	/* free memory the fragmenter leaves whole */
+#define FRAG_POOL_MIB	256	/* more than that: some blocks need compaction */
+#define FRAG_WATCH_MS	5000	/* five refill back-offs */
+
+FIXTURE(fragmented) {
+	struct fragmented frag;
+};
+
+FIXTURE_SETUP(fragmented)
+{
+	int ret;
+
+	zeropin_reset();
+	zeropin_load("pool_mib=0");
+	ret = __fragment_memory(&self->frag, FRAG_LEAVE_MIB);
+	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory: %s", strerror(-ret));
+}
+
+FIXTURE_TEARDOWN(fragmented)
+{
+	fragment_release(&self->frag);
+	zeropin_reset();
+}
+
+TEST_F_TIMEOUT(fragmented, refill_never_reclaims_or_compacts_directly, 300)
+{
+	static const char *const direct[] = {
+		"compaction/mm_compaction_try_to_compact_pages",
+		"vmscan/mm_vmscan_direct_reclaim_begin",
+	};
+	long failed0, got;
+	int ret, n;
+
+	ret = __trace_start(direct, 2);
+	ASSERT_EQ(0, ret) TH_LOG("tracefs: %s", strerror(-ret));
+	failed0 = pool_counter("refill_failed");
+	pool_write("target_mib", FRAG_POOL_MIB);
+	usleep(FRAG_WATCH_MS * 1000);
+	n = trace_count(direct, 2, "zeropin/");
+	got = pool_read("zero_mib") + pool_read("dirty_mib");
+	TH_LOG("fragmented (%ld MiB kept of %zu MiB, %ld MiB free): in %d ms the pool got %ld of %d MiB, %ld refill allocations failed; direct reclaim or compaction in a zeropin kthread: %d",
+	       self->frag.kept_kb / 1024, self->frag.size >> 20, free_memory_kb() / 1024,
+	       FRAG_WATCH_MS, got, FRAG_POOL_MIB, pool_counter("refill_failed") - failed0, n);
+	EXPECT_EQ(0, n);
+	EXPECT_TRUE(got > 0 || pool_counter("refill_failed") > failed0);
+	pool_write("target_mib", 0);
+}
+
+/* zero_rate_mib is capped out of the box (the default README and
+ * modinfo give, chosen from real-hardware figures), holds the idle refill
+ * to its rate (the time a refill takes is the contract here, not a speed
+ * claim), the kthreads' zeroing time and their throttling are counted, 0
+ * lifts the cap, and a rate of any size (4194304: "4 MiB/s" in bytes) is
+ * taken without harm. */
+#define RATE_DEFAULT_MIB	2048
+
 TEST(zero_rate_caps_idle_zeroing)
 {
 	int nodes = memory_nodes();
 	long idle0, throttled0, throttled1;
 	double t0, secs;
 
+	zeropin_reset();
+	zeropin_load("");
+	EXPECT_EQ(RATE_DEFAULT_MIB, zeropin_param_read("zero_rate_mib"));
 	zeropin_reset();
 	zeropin_load("pool_mib=0 zero_rate_mib=16");	/* RATE_MIB */
 	idle0 = pool_counter("zeroing_idle_ms");

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pressure.h - memory states a long-running host gets into, made on
+ * purpose, and a look at what the kernel did about them.
+ * Same convention as the other helpers: __foo() returns 0 or -errno.
+ */
+#ifndef PRESSURE_H
+#define PRESSURE_H
+#include <stddef.h>
+
+/* Free memory cut into pieces smaller than a 2 MiB block. */
+struct fragmented {
+	void *addr;		/* 4 KiB anonymous pages, every FRAGMENT_STRIDE-th kept */
+	size_t size;		/* the mapping's length */
+	long kept_kb;		/* memory the kept pages hold */
+};
+
+/* Fill free memory down to leave_mib with 4 KiB anonymous pages
+ * (MADV_NOHUGEPAGE), then free all but one page in FRAGMENT_STRIDE: the
+ * page allocator then has little free memory in whole 2 MiB blocks, and
+ * an order-9 allocation finds one only after compaction migrates the
+ * pages kept. 0, or -errno (nothing held then). */
+int __fragment_memory(struct fragmented *f, long leave_mib);
+/* Give the pages back. */
+void fragment_release(struct fragmented *f);
+
+/* Trace events (tracefs "system/event") enabled, the buffer emptied, for
+ * trace_count() to count. 0 or -errno. */
+int __trace_start(const char *const events[], int n);
+/* Tracing stopped and the events disabled; how many lines of the buffer
+ * name both the task (a comm prefix such as "zeropin/") and one of the
+ * events; negative errno on error. */
+int trace_count(const char *const events[], int n, const char *task);
+#endif /* PRESSURE_H */
