@@ -138,6 +138,15 @@ static inline bool zp_vma_suits_pmd(struct vm_area_struct *vma, unsigned long ad
 #endif
 }
 
+/* --- may ->huge_fault map a file folio with filemap_map_pages()? 6.12's
+ * fault path calls a file vma's handler (it trusts the handler to check
+ * the vma); 6.1's never does (hugepage_vma_check() refuses file vmas in
+ * the fault path, and a write to a present PMD falls back at once), and
+ * there filemap_map_pages() answers NOPAGE, having mapped nothing, for a
+ * none PMD whose folio do_set_pmd() refuses (a poisoned page): a fault
+ * that would repeat forever. On 6.1 the handler declines outright --- */
+#define ZP_HUGE_FAULT_MAPS	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0))
+
 /* --- memory policies: weighted interleave since 6.9 --- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
 #define ZP_MPOL_IS_INTERLEAVE(mode) \
@@ -258,9 +267,15 @@ static inline struct vfio_device *zp_vfio_file_device(struct file *file)
  * (VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT) | page offset, and computes each
  * fault's pfn from the BAR's resource. Either way the pfn at any address
  * is known without a fault or a page-table walk. The kernels between
- * (not supported) say no here and take the walk. Returns the BAR's first
- * pfn and the page offset into it of vma->vm_start; -ENODEV when vma's
- * pfn layout is not known this way. */
+ * (not supported) say no here and take the walk. On 6.1 the rewrite is
+ * recognised by its vm_ops, not by the version alone: the vm_pgoff
+ * rewrite came with vfio-pci's own list of BAR vmas, kept by .open and
+ * .close, and upstream's move to unmap_mapping_range() (6.12) dropped the
+ * rewrite, the list and both callbacks together. A 6.1.y that took that
+ * change keeps the region encoding in vm_pgoff, which could read as a
+ * plausible pfn (index 1 is 1 TiB): its vma has no .close, and takes the
+ * walk. Returns the BAR's first pfn and the page offset into it of
+ * vma->vm_start; -ENODEV when vma's pfn layout is not known this way. */
 static inline int zp_vfio_pci_vma_bar(struct vm_area_struct *vma, struct pci_dev *pdev,
 				      unsigned int *index, unsigned long *offset)
 {
@@ -269,6 +284,8 @@ static inline int zp_vfio_pci_vma_bar(struct vm_area_struct *vma, struct pci_dev
 	*offset = vma->vm_pgoff & ((1UL << (VFIO_PCI_OFFSET_SHIFT - PAGE_SHIFT)) - 1);
 	return *index < PCI_STD_NUM_BARS ? 0 : -ENODEV;
 #elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+	if (!vma->vm_ops || !vma->vm_ops->open || !vma->vm_ops->close)
+		return -ENODEV;
 	for (*index = 0; *index < PCI_STD_NUM_BARS; (*index)++) {
 		unsigned long first = pci_resource_start(pdev, *index) >> PAGE_SHIFT;
 

@@ -37,8 +37,11 @@
  * keeps the devices from being released, so in between the IOMMU reaches
  * only the user's own BARs (zp_dma_map_held()). Otherwise, under
  * revoke_lock, it checks mmu_interval_read_retry() and writes the IOMMU
- * without entering reclaim (GFP_NOWAIT, accounted; it still reschedules
- * between 1 GiB pieces), so the callback never returns
+ * without entering reclaim (GFP_NOWAIT, accounted), dropping the lock
+ * between pieces of at most 64 MiB (or one 1 GiB entry): a revocation
+ * meanwhile (munmap or exit, under the VMM's mmap_lock) waits for one
+ * piece, not the whole map, takes out what is written so far, and the
+ * write stops (zp_dma_write_locked()); so the callback never returns
  * while the IOMMU still maps what it revoked. Mappings without MMIO are
  * never watched and are written without revoke_lock. A domain that joins
  * later gets watched mappings under revoke_lock, GFP_NOWAIT, as the pin's
@@ -215,30 +218,75 @@ static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
  * checks keeps a map of any size preemptible and killable. IOVA-aligned,
  * so no piece costs a larger entry. */
 #define ZP_MAP_STEP	(1UL << 30)
+/* The same under revoke_lock, which is dropped between pieces: where no
+ * 1 GiB entry fits, 64 MiB (16 K entries at worst), so that a revocation
+ * (munmap or exit, with the VMM's mmap_lock held and its vCPUs' faults
+ * waiting behind it) waits for one such piece, not for the whole map. */
+#define ZP_LOCKED_STEP	(64UL << 20)
 
-/* One run at iova, in ZP_MAP_STEP pieces (-EINTR on a fatal signal in
- * between). Always in process context under mutexes only: gfp says
- * whether the allocations may enter reclaim (not under revoke_lock), not
- * whether we may reschedule. Nothing stays mapped on error. */
+/*
+ * How a mapping's runs are written. Outside revoke_lock (c NULL): with
+ * ordinary, accounted allocations. Under it (a watched mapping the
+ * revocation callback may take out meanwhile, dma->writing set): with
+ * allocations that never enter reclaim, and the lock dropped between
+ * pieces; the callback takes out whatever of the mapping is written so
+ * far, and the writer stops at its next piece (-ECANCELED).
+ */
+struct zp_writer {
+	struct zp_container *c;		/* revoke_lock held, else NULL */
+	struct zp_dma *dma;		/* the mapping written */
+};
+
+static gfp_t zp_writer_gfp(const struct zp_writer *w)
+{
+	return w->c ? GFP_NOWAIT | __GFP_ACCOUNT | __GFP_NOWARN : GFP_KERNEL_ACCOUNT;
+}
+
+/* The next piece of a run at iova (physical pa), left bytes to go. */
+static size_t zp_writer_piece(const struct zp_writer *w, dma_addr_t iova, phys_addr_t pa,
+			      size_t left)
+{
+	size_t step = ZP_MAP_STEP;
+
+	if (w->c && ((iova | pa) & (ZP_MAP_STEP - 1)))
+		step = ZP_LOCKED_STEP;
+	return min_t(size_t, left, step - (iova & (step - 1)));
+}
+
+/* Between two pieces: reschedule (dropping revoke_lock, if held, so that
+ * a revocation can come in); -ECANCELED when one did, -EINTR on a fatal
+ * signal. */
+static int zp_writer_pause(const struct zp_writer *w)
+{
+	if (w->c)
+		mutex_unlock(&w->c->revoke_lock);
+	cond_resched();
+	if (w->c)
+		mutex_lock(&w->c->revoke_lock);
+	if (w->c && w->dma->revoked)
+		return -ECANCELED;
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+
+/* One run at iova, in pieces (zp_writer_piece()). Always in process
+ * context under mutexes only; w says whether revoke_lock is held (and
+ * dropped between pieces). Nothing stays mapped on error. */
 static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run *run,
-		      int prot, gfp_t gfp)
+		      int prot, const struct zp_writer *w)
 {
 	size_t len = zp_run_bytes(run), done = 0, n;
 	int ret = 0;
 
 	might_sleep();
 	while (!ret && done < len) {
-		n = min_t(size_t, len - done, ZP_MAP_STEP - ((iova + done) & (ZP_MAP_STEP - 1)));
+		n = zp_writer_piece(w, iova + done, PFN_PHYS(run->pfn) + done, len - done);
 		ret = zp_iommu_map(d->domain, iova + done, PFN_PHYS(run->pfn) + done, n,
-				   prot | IOMMU_CACHE, gfp);
+				   prot | IOMMU_CACHE, zp_writer_gfp(w));
 		zp_stat_inc(iommu_map_calls);
 		if (!ret)
 			done += n;
-		if (!ret && done < len) {
-			cond_resched();
-			if (fatal_signal_pending(current))
-				ret = -EINTR;
-		}
+		if (!ret && done < len)
+			ret = zp_writer_pause(w);
 	}
 	if (ret && done)
 		iommu_unmap(d->domain, iova, done);
@@ -250,15 +298,15 @@ static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run 
  * one zp_map_run() per run. Few mappings hold BARs, so this path stays
  * rare. */
 static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
-			     struct zp_run_chunk *chunk, int prot, gfp_t gfp,
-			     size_t *mapped)
+			     struct zp_run_chunk *chunk, int prot,
+			     const struct zp_writer *w, size_t *mapped)
 {
 	unsigned int i;
 	int ret;
 
 	*mapped = 0;
 	for (i = 0; i < chunk->nr; i++) {
-		ret = zp_map_run(d, iova + *mapped, &chunk->run[i], prot, gfp);
+		ret = zp_map_run(d, iova + *mapped, &chunk->run[i], prot, w);
 		if (ret) {
 			if (*mapped)
 				iommu_unmap(d->domain, iova, *mapped);
@@ -271,21 +319,18 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 }
 
 /* Map one chunk of runs at iova into d with one iommu_map_sg(); runs one
- * by one where atomic (under revoke_lock: no sleeping allocation). */
+ * by one under revoke_lock (no sleeping allocation) or with MMIO. */
 static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
-			struct zp_run_chunk *chunk, int prot, bool atomic,
-			size_t *mapped)
+			struct zp_run_chunk *chunk, int prot,
+			const struct zp_writer *w, size_t *mapped)
 {
 	struct scatterlist *sg;
 	struct sg_table sgt;
 	unsigned int i, nents;
 	ssize_t ret;
 
-	if (atomic || zp_chunk_has_mmio(chunk))
-		return zp_map_chunk_runs(d, iova, chunk, prot,
-					 atomic ? GFP_NOWAIT | __GFP_ACCOUNT | __GFP_NOWARN :
-						  GFP_KERNEL_ACCOUNT,
-					 mapped);
+	if (w->c || zp_chunk_has_mmio(chunk))
+		return zp_map_chunk_runs(d, iova, chunk, prot, w, mapped);
 	nents = zp_chunk_nents(chunk, mapped);
 	if (sg_alloc_table(&sgt, nents, GFP_KERNEL))
 		return -ENOMEM;
@@ -316,15 +361,16 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 }
 
 /* Write every run of dma into d. On failure nothing of dma stays in d.
- * atomic: under revoke_lock, allocations must not sleep. */
-static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d, bool atomic)
+ * w: whether under revoke_lock (zp_writer). */
+static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d,
+			     const struct zp_writer *w)
 {
 	struct zp_run_chunk *chunk;
 	size_t done = 0, len;
 	int ret;
 
 	zp_for_each_chunk(&dma->pinned, chunk) {
-		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, atomic, &len);
+		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, w, &len);
 		if (ret) {
 			if (done)
 				iommu_unmap(d->domain, dma->iova, done);
@@ -361,6 +407,20 @@ static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 	dma->mapped = false;
 }
 
+/* Take out of every domain what a write paused under revoke_lock has put
+ * there: a prefix of dma's range in each (a run at a time, in IOVA
+ * order), which iommu_unmap() of the whole range takes, stopping where
+ * nothing is mapped. Caller holds revoke_lock. Does not allocate. */
+static void zp_dma_unmap_written(struct zp_container *c, struct zp_dma *dma)
+{
+	struct zp_domain *d;
+
+	list_for_each_entry(d, &c->domains, node) {
+		iommu_unmap(d->domain, dma->iova, dma->size);
+		zp_stat_inc(iommu_unmap_calls);
+	}
+}
+
 /*
  * The user's mapping behind a dma with MMIO (PFNMAP) changes. When it goes
  * away (munmap, mremap, process exit), take dma out of the IOMMU now, so no
@@ -393,7 +453,10 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 		mutex_unlock(&c->revoke_lock);
 		return true;
 	}
-	zp_dma_unmap_domains(c, dma);
+	if (dma->writing)
+		zp_dma_unmap_written(c, dma);
+	else
+		zp_dma_unmap_domains(c, dma);
 	WRITE_ONCE(dma->revoked, true);
 	mutex_unlock(&c->revoke_lock);
 	zp_stat_inc(mmio_revoked);
@@ -443,18 +506,19 @@ void zp_dma_remove_all(struct zp_container *c)
 }
 
 /* Map dma into every domain; on failure into none. Caller holds
- * zp_container.lock (the domains stay as they are) and, when atomic,
- * revoke_lock; the caller marks dma mapped. */
-static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma, bool atomic)
+ * zp_container.lock (the domains stay as they are) and, when w->c is set,
+ * revoke_lock (dropped between pieces); the caller marks dma mapped. */
+static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma,
+			      const struct zp_writer *w)
 {
 	struct zp_domain *d;
 	int ret;
 
 	list_for_each_entry(d, &c->domains, node) {
-		ret = zp_dma_map_domain(dma, d, atomic);
+		ret = zp_dma_map_domain(dma, d, w);
 		if (ret)
 			goto unwind;
-		if (!atomic)
+		if (!w->c)
 			cond_resched();
 	}
 	return 0;
@@ -462,6 +526,26 @@ unwind:
 	list_for_each_entry_continue_reverse(d, &c->domains, node)
 		zp_dma_unmap_domain(dma, d);
 	return ret;
+}
+
+/*
+ * Write a watched dma under revoke_lock: into every domain (d NULL) or
+ * into d alone (a replay). The lock is dropped between pieces
+ * (zp_writer_pause()) with dma->writing set, so a revocation meanwhile
+ * takes out what is written so far in every domain and the write stops:
+ * that is success, the dma now revoked, as if it had gone right after.
+ * Caller holds zp_container.lock and revoke_lock (held again on return).
+ */
+static int zp_dma_write_locked(struct zp_container *c, struct zp_dma *dma,
+			       struct zp_domain *d)
+{
+	struct zp_writer w = { .c = c, .dma = dma };
+	int ret;
+
+	dma->writing = true;
+	ret = d ? zp_dma_map_domain(dma, d, &w) : zp_dma_map_domains(c, dma, &w);
+	dma->writing = false;
+	return ret == -ECANCELED ? 0 : ret;
 }
 
 /*
@@ -474,12 +558,13 @@ unwind:
  */
 static int zp_dma_map_held(struct zp_container *c, struct zp_dma *dma)
 {
+	struct zp_writer w = { .dma = dma };
 	struct zp_domain *d;
 	int ret;
 
 	if (READ_ONCE(dma->revoked))
 		return 0;	/* gone already: nothing to write, stays revoked */
-	ret = zp_dma_map_domains(c, dma, false);
+	ret = zp_dma_map_domains(c, dma, &w);
 	if (ret)
 		return ret;
 	mutex_lock(&c->revoke_lock);
@@ -509,10 +594,11 @@ static int zp_dma_map_held(struct zp_container *c, struct zp_dma *dma)
 static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 			  unsigned long seq)
 {
+	struct zp_writer w = { .dma = dma };
 	int ret = 0;
 
 	if (!dma->watched) {
-		ret = zp_dma_map_domains(c, dma, false);
+		ret = zp_dma_map_domains(c, dma, &w);
 		dma->mapped = !ret;
 	} else if (zp_pinned_mmio_held(&dma->pinned)) {
 		ret = zp_dma_map_held(c, dma);
@@ -522,7 +608,7 @@ static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 				     mmu_interval_read_retry(&dma->mmio_watch, seq)))
 			dma->revoked = true;
 		else
-			ret = zp_dma_map_domains(c, dma, true);
+			ret = zp_dma_write_locked(c, dma, NULL);
 		dma->mapped = !ret && !dma->revoked;
 		mutex_unlock(&c->revoke_lock);
 	}
@@ -535,13 +621,14 @@ static int zp_dma_map_all(struct zp_container *c, struct zp_dma *dma,
 static int zp_dma_replay_one(struct zp_container *c, struct zp_dma *dma,
 			     struct zp_domain *d)
 {
+	struct zp_writer w = { .dma = dma };
 	int ret = 0;
 
 	if (!dma->watched)
-		return zp_dma_map_domain(dma, d, false);
+		return zp_dma_map_domain(dma, d, &w);
 	mutex_lock(&c->revoke_lock);
 	if (!dma->revoked)
-		ret = zp_dma_map_domain(dma, d, true);
+		ret = zp_dma_write_locked(c, dma, d);
 	mutex_unlock(&c->revoke_lock);
 	return ret;
 }

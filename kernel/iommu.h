@@ -71,6 +71,11 @@ struct zp_dma {
 	bool revoked;			/* MMIO mapping gone: taken out of the
 					 * IOMMU, IOVA still reserved until
 					 * UNMAP_DMA (under revoke_lock) */
+	bool writing;			/* being written under revoke_lock, which
+					 * the writer drops between pieces: what
+					 * is in the IOMMU so far is a prefix of
+					 * the range in each domain (set and read
+					 * under revoke_lock) */
 };
 
 /* Global counters, in debugfs zeropin/iommu_counters. */

@@ -24,6 +24,19 @@
  *     a 4 KiB one does, with nothing faulted in. Any other PFNMAP is
  *     looked up page by page, a whole huge leaf at a time.
  *
+ * Path 1 holds each folio by a plain reference (ZP_RUN_FOLIO_REFS), not a
+ * FOLL_PIN: a GUP pin's only other effect is folio_maybe_dma_pinned(),
+ * which the kernel consults for anonymous memory (fork's copy, swap-out,
+ * UFFDIO_MOVE), for COW mappings (NUMA hinting) and in reclaim; a
+ * zeropinfs folio is none of these: shared file memory, unevictable, never
+ * on a COW path. What keeps DMA safe is that the folio can neither move
+ * nor be freed while the reference exists: migration and splitting freeze
+ * the refcount at what they expect and fail on any extra reference, and
+ * truncation only takes the folio out of the page cache, leaving it alive
+ * until the last reference goes (zeropinfs' own held reference is the
+ * same kind). The price is only statistics: /proc/vmstat's
+ * nr_foll_pin_* do not count these, iommu_counters' pages_pinned does.
+ *
  * Runs remember how their pages are held (enum zp_run_kind) and are let go
  * the same way, a folio at a time. RLIMIT_MEMLOCK is charged ahead in
  * ZP_GUP_BATCH credits, so the mm's mmap_lock is taken once per batch and
@@ -589,8 +602,12 @@ again:
 			ret = -EFAULT;
 		if (ret)
 			break;
-		if (!zp_file_is_vfio(vma->vm_file))
-			WRITE_ONCE(w->p->mmio_foreign, true);	/* before the run */
+		/* Only vfio-pci-core is known to fault the same pfns back in
+		 * after a zap (reset, decode off), and its BARs took the path
+		 * above: whatever is walked (another driver's PFNMAP, an mdev
+		 * or a variant driver's mmap) may come back elsewhere, so a zap
+		 * revokes it. */
+		WRITE_ONCE(w->p->mmio_foreign, true);	/* before the run */
 		w->p->mmio_unheld = true;
 		n = min3(n, npages - done, (vma->vm_end - a) >> PAGE_SHIFT);
 		ret = zp_runs_append(w->p, pfn, n, ZP_RUN_MMIO);

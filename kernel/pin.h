@@ -62,8 +62,9 @@ struct zp_pinned {
 	struct mm_struct *mm;		/* charged mm, grabbed (mmgrab) */
 	struct task_struct *task;	/* its group leader: whose RLIMIT_MEMLOCK */
 	bool lock_cap;			/* CAP_IPC_LOCK at map time: no limit */
-	bool mmio_foreign;		/* some MMIO is not a VFIO device's BAR:
-					 * its pfns may change under a zap */
+	bool mmio_foreign;		/* some MMIO is not a vfio-pci BAR the
+					 * BAR path took: its pfns may change
+					 * under a zap */
 	bool mmio_unheld;		/* some MMIO run's device file is not in
 					 * bar_files */
 	unsigned int nr_bar_files;	/* used in bar_files */

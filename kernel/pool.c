@@ -80,8 +80,14 @@
  * start takes blocks in a burst, and refilling into the burst competes with
  * it for the zone lock and memory bandwidth. Zeroing dirty blocks goes on. */
 #define POOL_REFILL_QUIET	(HZ / 5)
-/* After a failed refill allocation (memory is fragmented or short). */
+/* After a failed refill allocation (memory is fragmented or short),
+ * doubled at each failure in a row up to the MAX: every failure wakes
+ * kswapd for a 2 MiB order, whose reclaim and compaction cost the host
+ * (and whose shrinking takes the pool's own blocks), so a host that cannot
+ * make blocks is asked less and less often. A success or a new target
+ * starts again from the first. */
 #define POOL_ALLOC_BACKOFF	(1 * HZ)
+#define POOL_ALLOC_BACKOFF_MAX	(64 * HZ)
 /* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
 #define POOL_RESERVE_SHIFT	4
 /* 1 GiB worth of 2 MiB blocks: a run the IOMMU can map with one entry. */
@@ -94,8 +100,9 @@
  * rmap walks and, with the CPUs busy running VMs, starve while holding
  * them, stalling every task that waits for them (a priority inversion).
  * Without __GFP_DIRECT_RECLAIM the allocation only wakes kswapd (which
- * wakes kcompactd for a high order); the refill backs off for
- * POOL_ALLOC_BACKOFF and tries again once they have done their work.
+ * wakes kcompactd for a high order); the refill backs off (from
+ * POOL_ALLOC_BACKOFF, doubling) and tries again once they have done their
+ * work.
  */
 #define POOL_GFP_REFILL	((GFP_HIGHUSER & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN | __GFP_THISNODE)
 
@@ -149,6 +156,8 @@ struct node_pool {
 	unsigned long nr_zeroing;	/* blocks the kthread is zeroing */
 	unsigned long target;		/* blocks this node should hold */
 	unsigned long backoff_until;	/* jiffies: no refill before this */
+	unsigned long alloc_backoff;	/* jiffies the next failed refill waits
+					 * (0: POOL_ALLOC_BACKOFF) */
 	unsigned long last_get;		/* jiffies of the last hand-out */
 	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
@@ -210,11 +219,12 @@ static unsigned long node_held(struct node_pool *np)
  */
 
 /* File a zero block. Caller holds np->lock; false if no xarray node could
- * be had (GFP_ATOMIC under the spinlock), and the caller frees the block. */
+ * be had (GFP_NOWAIT under the spinlock: a pool is no reason to dip into
+ * the atomic reserves), and the caller frees the block. */
 static bool zero_add_locked(struct node_pool *np, struct folio *folio)
 {
 	if (xa_err(xa_store(&np->zero, folio_pfn(folio) >> ZP_BLOCK_ORDER, folio,
-			    GFP_ATOMIC | __GFP_NOWARN)))
+			    GFP_NOWAIT | __GFP_NOWARN)))
 		return false;
 	np->nr_zero++;
 	return true;
@@ -371,11 +381,14 @@ static bool refill_one(struct node_pool *np)
 		return true;
 	spin_lock(&np->lock);
 	if (!folio) {
-		np->backoff_until = jiffies + POOL_ALLOC_BACKOFF;
+		np->alloc_backoff = clamp(np->alloc_backoff * 2, POOL_ALLOC_BACKOFF,
+					  POOL_ALLOC_BACKOFF_MAX);
+		np->backoff_until = jiffies + np->alloc_backoff;
 		spin_unlock(&np->lock);
 		atomic_long_inc(&counters.refill_failed);
 		return false;
 	}
+	np->alloc_backoff = 0;
 	if (allocator_zeroes(POOL_GFP_REFILL) && zero_add_locked(np, folio)) {
 		atomic_long_inc(&counters.zeroed_alloc);
 	} else {
@@ -658,6 +671,7 @@ static void set_target_locked(unsigned long blocks)
 		spin_lock(&np->lock);
 		np->target = share + (extra ? 1 : 0);
 		np->backoff_until = jiffies;
+		np->alloc_backoff = 0;
 		spin_unlock(&np->lock);
 		if (extra)
 			extra--;

@@ -751,6 +751,7 @@ static void zfs_fault_range(struct vm_fault *vmf, pgoff_t *first, pgoff_t *last)
 	pgoff_t vma_off = vmf->pgoff - vmf->vma->vm_pgoff;	/* fault's page in the vma */
 	pgoff_t from, to;
 
+	BUILD_BUG_ON(ZP_BLOCK_PAGES != PTRS_PER_PTE || ZP_BLOCK_PAGES != HPAGE_PMD_NR);
 	from = max(ALIGN_DOWN(pte_off, ZP_BLOCK_PAGES), pte_off - min(pte_off, vma_off));
 	to = min3(from + ZP_BLOCK_PAGES, (pgoff_t)PTRS_PER_PTE,
 		  pte_off + vma_pages(vmf->vma) - vma_off) - 1;
@@ -767,17 +768,19 @@ static void zfs_fault_range(struct vm_fault *vmf, pgoff_t *first, pgoff_t *last)
  * block crossing EOF, and a vma that does not suit a PMD at the address
  * (the PMD's 2 MiB not all inside the vma, or the file offset not
  * congruent to the address modulo 2 MiB). 6.12's core calls ->huge_fault
- * without checking that (6.1's refuses file vmas before it gets here):
- * the check is the handler's, and the range it maps is clamped to the vma
- * all the same (zfs_fault_range()), since the block allocation sleeps and
- * another thread may give the PMD a page table meanwhile, into which
- * filemap_map_pages() then writes PTEs.
+ * without checking that: the check is the handler's, and the range it
+ * maps is clamped to the vma all the same (zfs_fault_range()). The block
+ * allocation sleeps, and another thread may give the PMD a page table
+ * meanwhile: then the generic path maps the page. On 6.1 the handler
+ * declines at once (ZP_HUGE_FAULT_MAPS: its core never calls it for a
+ * file vma, and its filemap_map_pages() could make a fault repeat).
  *
  * The core also calls it for a write to a PMD that is mapped read-only
  * (soft-dirty tracking after clear_refs, as CRIU does; write-protection
  * for fork). filemap_map_pages() leaves a present PMD alone, so that fault
- * would repeat forever: it falls back instead, the core splits the PMD
- * mapping (not the folio) and makes the written PTE writable. Caller holds
+ * would repeat forever: it falls back instead, the core takes the PMD
+ * away (a file PMD is not split into PTEs) and the fault that follows
+ * maps the block again, writable. Caller holds
  * the mmap lock, or on 6.12 the vma's own lock (per-VMA lock faults):
  * either keeps the vma's bounds and offset as they are across the sleep.
  */
@@ -790,8 +793,9 @@ static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 	int err;
 
 	/* Private mappings take the generic path: a write there must copy,
-	 * and filemap_map_pages() would map the file's own folio writable. */
-	if (!ZP_FAULT_IS_PMD(size) || !(vma->vm_flags & VM_SHARED) ||
+	 * and filemap_map_pages() would map the file's own folio writable
+	 * (VM_SHARED, not VM_MAYSHARE: a read-only shared mapping too). */
+	if (!ZP_HUGE_FAULT_MAPS || !ZP_FAULT_IS_PMD(size) || !(vma->vm_flags & VM_SHARED) ||
 	    !zp_vma_suits_pmd(vma, vmf->address) || !pmd_none(READ_ONCE(*vmf->pmd)))
 		return VM_FAULT_FALLBACK;
 	zfs_fault_range(vmf, &first, &last);	/* the whole block, for a suitable vma */
@@ -801,6 +805,14 @@ static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 	if (err)
 		return fault_error(err);
 	folio_unlock(folio);
+	/* Another thread gave the PMD an entry while this one slept: the
+	 * generic path takes it from here. filemap_map_pages() would map
+	 * PTEs into that table on a write fault all writable and dirty, as
+	 * only a read fault's fault-around should. */
+	if (!pmd_none(READ_ONCE(*vmf->pmd))) {
+		folio_put(folio);
+		return VM_FAULT_FALLBACK;
+	}
 	ret = filemap_map_pages(vmf, first, last);
 	folio_put(folio);
 	return ret == VM_FAULT_NOPAGE ? ret : VM_FAULT_FALLBACK;

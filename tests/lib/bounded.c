@@ -101,6 +101,7 @@ int bounded_together(int n, int (*const fn[])(void *arg), void *const arg[], int
 	pid_t pid[BOUNDED_TOGETHER_MAX];
 	double deadline = now_ms() + timeout_ms;
 	int i, started, err = 0;
+	bool stuck = false;
 
 	if (n < 1 || n > BOUNDED_TOGETHER_MAX)
 		return -EINVAL;
@@ -124,11 +125,10 @@ int bounded_together(int n, int (*const fn[])(void *arg), void *const arg[], int
 		double left = deadline - now_ms();
 
 		ret[i] = wait_bounded(pid[i], b[i], err ? 0 : (left > 0 ? (int)left : 0));
-		if (ret[i] == -ETIMEDOUT && !err)
-			err = -ETIMEDOUT;
+		stuck |= ret[i] == -ETIMEDOUT;
 	}
-	if (err == -ETIMEDOUT)
-		return err;	/* a stuck child may still use its stack */
+	if (stuck)
+		return err ?: -ETIMEDOUT;	/* a stuck child may still use its stack */
 	for (i = 0; i < n; i++) {
 		free(stack[i]);
 		free(b[i]);

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* pressure.c - see pressure.h. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/mman.h>
@@ -13,22 +17,73 @@
 #include "pressure.h"
 #include "util.h"
 
-/* One page kept in this many: the free pieces between kept pages (252 KiB)
- * are far below a 2 MiB block, and what is kept (1/64) costs little. */
-#define FRAGMENT_STRIDE	64
+/* Pages of the pagemap read at once (64 KiB of entries). */
+#define PAGEMAP_BATCH	8192
 #define PAGE		4096ul
+#define BLOCK_PAGES	512ul
+#define PFN_MASK	((1ull << 55) - 1)
+#define PAGE_PRESENT	(1ull << 63)
+/* Physical 2 MiB blocks the fragmenter can tell apart: 2 TiB of RAM. */
+#define MAX_BLOCKS	(1ul << 20)
 #define TRACEFS		"/sys/kernel/tracing"
+
+/* Free [p + from, p + to) pages of the fill, if any. */
+static void free_pages(char *p, size_t from, size_t to)
+{
+	if (to > from)
+		madvise(p + from * PAGE, (to - from) * PAGE, MADV_DONTNEED);
+}
+
+/*
+ * Keep the first page of the fill found in each physical 2 MiB block and
+ * free the others, in runs of virtual pages: every block the fill touched
+ * then has one page in use. The page frames come from /proc/self/pagemap
+ * (root). Returns pages kept, or -errno.
+ */
+static long keep_one_per_block(char *p, size_t pages)
+{
+	static unsigned char seen[MAX_BLOCKS / 8];
+	uint64_t ent[PAGEMAP_BATCH];
+	size_t i, n, run = 0;	/* run: first page of the run being freed */
+	long kept = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return -errno;
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < pages; i += n) {
+		n = pages - i < PAGEMAP_BATCH ? pages - i : PAGEMAP_BATCH;
+		if (pread(fd, ent, n * 8, ((uintptr_t)p / PAGE + i) * 8) != (ssize_t)(n * 8)) {
+			close(fd);
+			return -EIO;
+		}
+		for (size_t j = 0; j < n; j++) {
+			uint64_t block = (ent[j] & PFN_MASK) / BLOCK_PAGES;
+
+			if (!(ent[j] & PAGE_PRESENT) || block >= MAX_BLOCKS ||
+			    (seen[block / 8] & (1 << (block % 8))))
+				continue;
+			seen[block / 8] |= 1 << (block % 8);
+			free_pages(p, run, i + j);
+			run = i + j + 1;
+			kept++;
+		}
+	}
+	free_pages(p, run, pages);
+	close(fd);
+	return kept;
+}
 
 int __fragment_memory(struct fragmented *f, long leave_mib)
 {
-	long free_kb = free_memory_kb();
-	size_t off, stride = FRAGMENT_STRIDE * PAGE;
+	long free_kb = free_memory_kb(), kept;
+	size_t off;
 
 	if (free_kb < 0)
 		return free_kb;
 	if (free_kb / 1024 <= leave_mib)
 		return -ENOMEM;
-	f->size = ((size_t)(free_kb / 1024 - leave_mib) << 20) / stride * stride;
+	f->size = (size_t)(free_kb / 1024 - leave_mib) << 20;
 	f->addr = mmap(NULL, f->size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (f->addr == MAP_FAILED)
@@ -39,9 +94,12 @@ int __fragment_memory(struct fragmented *f, long leave_mib)
 	}
 	for (off = 0; off < f->size; off += PAGE)
 		((volatile char *)f->addr)[off] = 1;
-	for (off = 0; off < f->size; off += stride)
-		madvise((char *)f->addr + off + PAGE, stride - PAGE, MADV_DONTNEED);
-	f->kept_kb = f->size / stride * PAGE / 1024;
+	kept = keep_one_per_block(f->addr, f->size / PAGE);
+	if (kept < 0) {
+		munmap(f->addr, f->size);
+		return kept;
+	}
+	f->kept_kb = kept * PAGE / 1024;
 	return 0;
 }
 
@@ -95,19 +153,68 @@ int __trace_start(const char *const events[], int n)
 	return ret ?: trace_write("tracing_on", "1", 0);
 }
 
+void trace_stop(const char *const events[], int n)
+{
+	trace_write("tracing_on", "0", 0);
+	trace_events(events, n, "0");
+}
+
+/* The pids of the tasks whose comm starts with prefix (at most max). */
+static int task_pids(const char *prefix, int pids[], int max)
+{
+	char path[300], comm[64];
+	struct dirent *de;
+	int n = 0, fd;
+	ssize_t len;
+	DIR *d = opendir("/proc");
+
+	while (d && n < max && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		comm[len > 0 ? len : 0] = '\0';
+		if (!strncmp(comm, prefix, strlen(prefix)))
+			pids[n++] = atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A trace line's task: "comm-pid", or "<...>-pid" when the comm has left
+ * the saved cmdlines; whether it is one of pids (or named task). */
+static bool line_is_task(const char *line, const char *task, const int pids[], int npids)
+{
+	char want[32];
+	int i;
+
+	if (strstr(line, task))
+		return true;
+	for (i = 0; i < npids; i++) {
+		snprintf(want, sizeof(want), "-%d ", pids[i]);
+		if (strstr(line, want))
+			return true;
+	}
+	return false;
+}
+
 int trace_count(const char *const events[], int n, const char *task)
 {
 	char line[512];
-	int i, count = 0;
+	int i, count = 0, pids[64], npids = task_pids(task, pids, 64);
 	FILE *f;
 
-	trace_write("tracing_on", "0", 0);
-	trace_events(events, n, "0");
+	trace_stop(events, n);
 	f = fopen(TRACEFS "/trace", "r");
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (line[0] == '#' || !strstr(line, task))
+		if (line[0] == '#' || !line_is_task(line, task, pids, npids))
 			continue;
 		for (i = 0; i < n; i++)
 			if (strstr(line, strchr(events[i], '/') + 1)) {

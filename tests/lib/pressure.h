@@ -10,16 +10,17 @@
 
 /* Free memory cut into pieces smaller than a 2 MiB block. */
 struct fragmented {
-	void *addr;		/* 4 KiB anonymous pages, every FRAGMENT_STRIDE-th kept */
+	void *addr;		/* 4 KiB anonymous pages, one kept per 2 MiB block */
 	size_t size;		/* the mapping's length */
 	long kept_kb;		/* memory the kept pages hold */
 };
 
 /* Fill free memory down to leave_mib with 4 KiB anonymous pages
- * (MADV_NOHUGEPAGE), then free all but one page in FRAGMENT_STRIDE: the
- * page allocator then has little free memory in whole 2 MiB blocks, and
- * an order-9 allocation finds one only after compaction migrates the
- * pages kept. 0, or -errno (nothing held then). */
+ * (MADV_NOHUGEPAGE), then free all but one page in each physical 2 MiB
+ * block they took (root: the frames come from /proc/self/pagemap): the
+ * page allocator then has no free 2 MiB block but in the leave_mib, and
+ * an order-9 allocation beyond those finds one only after compaction
+ * migrates a kept page. 0, or -errno (nothing held then). */
 int __fragment_memory(struct fragmented *f, long leave_mib);
 /* Give the pages back. */
 void fragment_release(struct fragmented *f);
@@ -27,8 +28,10 @@ void fragment_release(struct fragmented *f);
 /* Trace events (tracefs "system/event") enabled, the buffer emptied, for
  * trace_count() to count. 0 or -errno. */
 int __trace_start(const char *const events[], int n);
-/* Tracing stopped and the events disabled; how many lines of the buffer
- * name both the task (a comm prefix such as "zeropin/") and one of the
- * events; negative errno on error. */
+/* Tracing stopped and the events disabled (the buffer kept). */
+void trace_stop(const char *const events[], int n);
+/* trace_stop(), then how many lines of the buffer are one of the events
+ * in a task whose comm starts with task (such as "zeropin/"; "" for any),
+ * found by comm or by pid; negative errno on error. */
 int trace_count(const char *const events[], int n, const char *task);
 #endif /* PRESSURE_H */

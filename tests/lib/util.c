@@ -95,6 +95,22 @@ int __write_file(const char *path, const char *s)
 	return ret;
 }
 
+long read_file_long(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t len;
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return len < 0 ? -errno : -EIO;
+	buf[len] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
 long free_memory_kb(void)
 {
 	long kb = proc_file_kb("/proc/meminfo", "MemFree"), pages = 0, n;

@@ -31,6 +31,8 @@ long proc_status_kb(const char *field);
  * grows to tens of MiB right after a large free (a dead child's, say). */
 long free_memory_kb(void);
 
+/* A file holding one number (a sysctl), or a negative errno. */
+long read_file_long(const char *path);
 /* Write s to a (sysfs, procfs) file in one write(); 0 or -errno. */
 int __write_file(const char *path, const char *s);
 

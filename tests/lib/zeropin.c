@@ -126,6 +126,35 @@ long iommu_counter(const char *name)
 	return counters_read(ZEROPIN_IOMMU_COUNTERS, name);
 }
 
+long iommu_counter_raw(const char *name)
+{
+	char buf[4096], *line;
+	size_t len = strlen(name);
+	ssize_t n;
+	long val = -ENOENT;
+	int fd = open(ZEROPIN_IOMMU_COUNTERS, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *p = line + len;
+
+		if (memcmp(line, name, len) || (*p != ' ' && *p != '\t'))
+			continue;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		for (val = 0; *p >= '0' && *p <= '9'; p++)
+			val = val * 10 + (*p - '0');
+		break;
+	}
+	return val;
+}
+
 long zeropin_param_read(const char *name)
 {
 	char path[256];

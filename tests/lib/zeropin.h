@@ -39,6 +39,8 @@ int pool_wait(const char *name, long want, int timeout_ms);
 long pool_counter(const char *name);
 /* A counter from debugfs zeropin/iommu_counters (the VFIO backend). */
 long iommu_counter(const char *name);
+/* The same with system calls only, for a bounded call (bounded.h). */
+long iommu_counter_raw(const char *name);
 /* /sys/module/zeropin/parameters/NAME as a number, or a negative errno. */
 long zeropin_param_read(const char *name);
 /* Write /sys/module/zeropin/parameters/NAME; 0 or -errno. */

@@ -15,16 +15,21 @@
  * user's BAR mapping goes away, however large.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
 #include "kselftest_harness.h"
 #include "backing.h"
+#include "bounded.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "vfio_gpu.h"
@@ -322,6 +327,97 @@ TEST_F(bar, bar_mapped_through_more_device_fds_than_are_held)
 	munmap(area, len);
 	for (i = 0; i < BAR_PIECES; i++)
 		close(fds[i]);
+}
+
+/*
+ * A PFNMAP that no vfio-pci BAR path took (the other GPU stand-in's BAR2
+ * mapped through sysfs resource2, as any other driver's mmap would be) is
+ * written into the IOMMU under the revocation lock, which the write drops
+ * between pieces: a munmap meanwhile (the VMM's mmap_lock held, its vCPUs'
+ * faults waiting behind it) waits for one piece at most, not the whole
+ * map, takes out what is written, and the write stops (zeropin only).
+ * 1 GiB at an IOVA only 4 KiB-congruent to it: 256 K entries, 17 pieces.
+ * Afterwards no entry is left anywhere in the range: 4 KiB pages of RAM
+ * mapped over all of it (an IOMMU entry still there would refuse them)
+ * are reached by DMA.
+ */
+#define FOREIGN_SIZE	SZ_1G
+#define FOREIGN_IOVA	(IOVA_BAR + 4096)
+#define FOREIGN_PIECES	17	/* 64 MiB pieces of IOVA, the first 4 KiB short */
+
+struct foreign_race {
+	int container;
+	void *map;		/* the sysfs mapping */
+	long calls0;		/* iommu_map_calls before the map */
+	long calls_munmap;	/* when the munmap began and ended */
+	long calls_unmapped;
+};
+
+static int foreign_map_job(void *arg)
+{
+	struct foreign_race *r = arg;
+
+	return __vfio_map(r->container, r->map, FOREIGN_IOVA, FOREIGN_SIZE, RW);
+}
+
+/* Once the map has written two pieces, munmap what it maps. */
+static int foreign_munmap_job(void *arg)
+{
+	struct foreign_race *r = arg;
+	struct timespec ms = { 0, 1000000 };
+
+	while ((r->calls_munmap = iommu_counter_raw("iommu_map_calls")) < r->calls0 + 2)
+		nanosleep(&ms, NULL);
+	if (munmap(r->map, FOREIGN_SIZE))
+		return -errno;
+	r->calls_unmapped = iommu_counter_raw("iommu_map_calls");
+	return 0;
+}
+
+TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
+{
+	int (*const fn[])(void *) = { foreign_map_job, foreign_munmap_job };
+	struct foreign_race r = { .container = self->container };
+	void *const arg[] = { &r, &r };
+	long revoked = iommu_counter("mmio_revoked");
+	struct buffer ram;
+	uint64_t unmapped = 0;
+	char bdf[256], path[320];
+	int fd, ret[2], err;
+
+	if (variant->driver != DRIVER_ZEROPIN)
+		SKIP(return, "type1 does not track a PFNMAP's lifetime");
+	if (gpu_count() < 2)
+		SKIP(return, "needs a second GPU stand-in (scripts/lab --gpu 2)");
+	/* the GPU this variant has not opened through VFIO */
+	ASSERT_EQ(0, pci_find(GPU_VENDOR, GPU_DEVICE, !variant->gpu, bdf, sizeof(bdf)));
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource2", bdf);
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+	r.map = mmap(NULL, FOREIGN_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, r.map) TH_LOG("mmap %s: %s", path, strerror(errno));
+
+	r.calls0 = iommu_counter("iommu_map_calls");
+	err = bounded_together(2, fn, arg, ret, 4 * BOUNDED_MS);
+	ASSERT_EQ(0, err) TH_LOG("%s", bounded_str(err));
+	ASSERT_EQ(0, ret[0]) TH_LOG("MAP_DMA: %s", bounded_str(ret[0]));
+	ASSERT_EQ(0, ret[1]) TH_LOG("munmap: %s", bounded_str(ret[1]));
+	TH_LOG("pieces written: %ld when the munmap began, %ld when it ended, %ld in all (of %d)",
+	       r.calls_munmap - r.calls0, r.calls_unmapped - r.calls0,
+	       iommu_counter("iommu_map_calls") - r.calls0, FOREIGN_PIECES);
+	EXPECT_EQ(revoked + 1, iommu_counter("mmio_revoked"));
+	/* the write stopped at the revocation instead of finishing first */
+	EXPECT_GT(FOREIGN_PIECES, iommu_counter("iommu_map_calls") - r.calls0);
+
+	/* the IOVA stays taken until UNMAP_DMA, which reports it whole */
+	ASSERT_EQ(0, __vfio_unmap(self->container, FOREIGN_IOVA, FOREIGN_SIZE, 0, &unmapped));
+	EXPECT_EQ(FOREIGN_SIZE, unmapped);
+	buffer_alloc(&ram, BACKING_ANON_4K, FOREIGN_SIZE);
+	ASSERT_EQ(0, __vfio_map(self->container, ram.addr, FOREIGN_IOVA, FOREIGN_SIZE, RW));
+	edu_verify(&self->edu, ram.addr, FOREIGN_IOVA, FOREIGN_SIZE);
+	vfio_unmap(self->container, FOREIGN_IOVA, FOREIGN_SIZE);
+	buffer_free(&ram);
 }
 
 /*
