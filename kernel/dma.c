@@ -57,6 +57,7 @@
 #include <linux/scatterlist.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include "compat.h"
 #include "iommu.h"
@@ -253,13 +254,15 @@ static size_t zp_writer_piece(const struct zp_writer *w, dma_addr_t iova, phys_a
 	return min_t(size_t, left, step - (iova & (step - 1)));
 }
 
-/* Between two pieces: reschedule (dropping revoke_lock, if held, so that
- * a revocation can come in); -ECANCELED when one did, -EINTR on a fatal
- * signal. */
+/* Between two pieces: reschedule, dropping revoke_lock if held and
+ * letting every revocation that waits for it go first; -ECANCELED when
+ * one took this dma out, -EINTR on a fatal signal. */
 static int zp_writer_pause(const struct zp_writer *w)
 {
-	if (w->c)
+	if (w->c) {
 		mutex_unlock(&w->c->revoke_lock);
+		wait_var_event(&w->c->revoke_waiters, !atomic_read(&w->c->revoke_waiters));
+	}
 	cond_resched();
 	if (w->c)
 		mutex_lock(&w->c->revoke_lock);
@@ -444,10 +447,14 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 		return true;
 	if (READ_ONCE(dma->revoked))
 		return true;
-	if (mmu_notifier_range_blockable(range))
+	if (mmu_notifier_range_blockable(range)) {
+		atomic_inc(&c->revoke_waiters);	/* a paused writer waits */
 		mutex_lock(&c->revoke_lock);
-	else if (!mutex_trylock(&c->revoke_lock))
+		if (atomic_dec_and_test(&c->revoke_waiters))
+			wake_up_var(&c->revoke_waiters);
+	} else if (!mutex_trylock(&c->revoke_lock)) {
 		return false;
+	}
 	mmu_interval_set_seq(watch, cur_seq);
 	if (range->event == MMU_NOTIFY_CLEAR && !READ_ONCE(dma->pinned.mmio_foreign)) {
 		mutex_unlock(&c->revoke_lock);

@@ -515,6 +515,7 @@ static void *zp_open(unsigned long arg)
 		return ERR_PTR(zp_setup_failed(NULL, -ENOMEM));
 	mutex_init(&c->lock);
 	mutex_init(&c->revoke_lock);
+	atomic_set(&c->revoke_waiters, 0);
 	INIT_LIST_HEAD(&c->domains);
 	c->dmas = RB_ROOT;
 	c->pgsize_bitmap = PAGE_MASK;

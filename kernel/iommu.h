@@ -47,6 +47,11 @@ struct zp_container {
 					 * (the list only) or a dma's mapped and
 					 * revoked, and to unmap a dma the callback
 					 * may have revoked */
+	atomic_t revoke_waiters;	/* revocation callbacks waiting for
+					 * revoke_lock: a locked write that drops
+					 * it between pieces lets them in first
+					 * (a mutex released and retaken at once
+					 * starves a spinning waiter) */
 	struct list_head domains;	/* zp_domain */
 	struct rb_root dmas;		/* zp_dma by IOVA, never overlapping */
 	struct zp_iova_range *ranges;	/* sorted usable IOVA ranges */
