@@ -243,23 +243,29 @@ static gfp_t zp_writer_gfp(const struct zp_writer *w)
 	return w->c ? GFP_NOWAIT | __GFP_ACCOUNT | __GFP_NOWARN : GFP_KERNEL_ACCOUNT;
 }
 
-/* The next piece of a run at iova (physical pa), left bytes to go. */
-static size_t zp_writer_piece(const struct zp_writer *w, dma_addr_t iova, phys_addr_t pa,
-			      size_t left)
+/* The next piece of a run at iova (physical pa) into d, left bytes to go:
+ * under revoke_lock, a GiB only where it is one 1 GiB entry. */
+static size_t zp_writer_piece(const struct zp_writer *w, struct zp_domain *d,
+			      dma_addr_t iova, phys_addr_t pa, size_t left)
 {
 	size_t step = ZP_MAP_STEP;
 
-	if (w->c && ((iova | pa) & (ZP_MAP_STEP - 1)))
+	if (w->c && (((iova | pa) & (ZP_MAP_STEP - 1)) ||
+		     !(d->domain->pgsize_bitmap & ZP_MAP_STEP)))
 		step = ZP_LOCKED_STEP;
 	return min_t(size_t, left, step - (iova & (step - 1)));
 }
 
-/* Between two pieces: reschedule, dropping revoke_lock if held and
- * letting every revocation that waits for it go first; -ECANCELED when
- * one took this dma out, -EINTR on a fatal signal. */
-static int zp_writer_pause(const struct zp_writer *w)
+/* Between two pieces, with [dma->iova, end) written into d: reschedule,
+ * dropping revoke_lock if held (having said how far the write got, for
+ * zp_dma_unmap_written()) and letting every revocation that waits for it
+ * go first; -ECANCELED when one took this dma out, -EINTR on a fatal
+ * signal. */
+static int zp_writer_pause(const struct zp_writer *w, struct zp_domain *d, dma_addr_t end)
 {
 	if (w->c) {
+		w->dma->write_domain = d;
+		w->dma->written = end - w->dma->iova;
 		mutex_unlock(&w->c->revoke_lock);
 		wait_var_event(&w->c->revoke_waiters, !atomic_read(&w->c->revoke_waiters));
 	}
@@ -282,16 +288,17 @@ static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run 
 
 	might_sleep();
 	while (!ret && done < len) {
-		n = zp_writer_piece(w, iova + done, PFN_PHYS(run->pfn) + done, len - done);
+		n = zp_writer_piece(w, d, iova + done, PFN_PHYS(run->pfn) + done, len - done);
 		ret = zp_iommu_map(d->domain, iova + done, PFN_PHYS(run->pfn) + done, n,
 				   prot | IOMMU_CACHE, zp_writer_gfp(w));
 		zp_stat_inc(iommu_map_calls);
 		if (!ret)
 			done += n;
 		if (!ret && done < len)
-			ret = zp_writer_pause(w);
+			ret = zp_writer_pause(w, d, iova + done);
 	}
-	if (ret && done)
+	/* cancelled: the revocation took out all that was written */
+	if (ret && ret != -ECANCELED && done)
 		iommu_unmap(d->domain, iova, done);
 	return ret;
 }
@@ -311,7 +318,7 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 	for (i = 0; i < chunk->nr; i++) {
 		ret = zp_map_run(d, iova + *mapped, &chunk->run[i], prot, w);
 		if (ret) {
-			if (*mapped)
+			if (*mapped && ret != -ECANCELED)
 				iommu_unmap(d->domain, iova, *mapped);
 			return ret;
 		}
@@ -375,7 +382,7 @@ static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d,
 	zp_for_each_chunk(&dma->pinned, chunk) {
 		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, w, &len);
 		if (ret) {
-			if (done)
+			if (done && ret != -ECANCELED)
 				iommu_unmap(d->domain, dma->iova, done);
 			return ret;
 		}
@@ -396,9 +403,13 @@ static void zp_dma_unmap_domain(struct zp_dma *dma, struct zp_domain *d)
 		  done, dma->size, &dma->iova);
 }
 
-/* Take a live (mapped, not revoked) dma out of every domain and mark it
- * no longer mapped. Caller holds revoke_lock (or is the only one who can
- * reach dma, its watch gone). Does not allocate. */
+/* Take a live (mapped, not revoked) dma out of every domain that holds
+ * it (not a domain being replayed into that has not got it yet) and mark
+ * it no longer mapped. Only ever what is there: iommu_unmap() of a range
+ * with nothing in it is not a no-op everywhere (VT-d widens it to the
+ * empty level's page size, over whatever lies beside it, and past the
+ * top of the address space it BUGs on 6.1). Caller holds revoke_lock (or
+ * is the only one who can reach dma, its watch gone). Does not allocate. */
 static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 {
 	struct zp_domain *d;
@@ -406,22 +417,31 @@ static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 	if (!dma->mapped || dma->revoked)
 		return;
 	list_for_each_entry(d, &c->domains, node)
-		zp_dma_unmap_domain(dma, d);
+		if (d != c->replay_domain || dma->iova < c->replay_done)
+			zp_dma_unmap_domain(dma, d);
 	dma->mapped = false;
 }
 
-/* Take out of every domain what a write paused under revoke_lock has put
- * there: a prefix of dma's range in each (a run at a time, in IOVA
- * order), which iommu_unmap() of the whole range takes, stopping where
- * nothing is mapped. Caller holds revoke_lock. Does not allocate. */
+/* Take out what a write paused under revoke_lock has put into the IOMMU,
+ * exactly (see zp_dma_unmap_domains()): the whole range where it is
+ * complete, what the writer said in write_domain, nothing where it has
+ * not been. Caller holds revoke_lock. Does not allocate. */
 static void zp_dma_unmap_written(struct zp_container *c, struct zp_dma *dma)
 {
+	bool complete = true;	/* a first map writes the domains in order */
 	struct zp_domain *d;
 
 	list_for_each_entry(d, &c->domains, node) {
-		iommu_unmap(d->domain, dma->iova, dma->size);
-		zp_stat_inc(iommu_unmap_calls);
+		if (d == dma->write_domain) {
+			if (dma->written)
+				iommu_unmap(d->domain, dma->iova, dma->written);
+			zp_stat_inc(iommu_unmap_calls);
+			complete = false;
+		} else if (complete || dma->write_replay) {
+			zp_dma_unmap_domain(dma, d);
+		}
 	}
+	dma->mapped = false;
 }
 
 /*
@@ -530,6 +550,8 @@ static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma,
 	}
 	return 0;
 unwind:
+	if (ret == -ECANCELED)
+		return ret;	/* the revocation took out all that was written */
 	list_for_each_entry_continue_reverse(d, &c->domains, node)
 		zp_dma_unmap_domain(dma, d);
 	return ret;
@@ -549,6 +571,9 @@ static int zp_dma_write_locked(struct zp_container *c, struct zp_dma *dma,
 	struct zp_writer w = { .c = c, .dma = dma };
 	int ret;
 
+	dma->write_replay = d;
+	dma->write_domain = NULL;
+	dma->written = 0;
 	dma->writing = true;
 	ret = d ? zp_dma_map_domain(dma, d, &w) : zp_dma_map_domains(c, dma, &w);
 	dma->writing = false;
@@ -636,38 +661,51 @@ static int zp_dma_replay_one(struct zp_container *c, struct zp_dma *dma,
 	mutex_lock(&c->revoke_lock);
 	if (!dma->revoked)
 		ret = zp_dma_write_locked(c, dma, d);
+	if (!ret)
+		c->replay_done = dma->iova + dma->size;
 	mutex_unlock(&c->revoke_lock);
 	return ret;
 }
 
 /*
- * Write every live mapping into d. d is listed first, under revoke_lock,
- * so a revocation meanwhile takes a mapping out of d as well (or finds it
- * not there yet, and the replay then skips it). Caller holds
- * zp_container.lock. On failure d is unlisted and nothing stays in it.
+ * Write every live mapping into d, in IOVA order. d is listed first,
+ * under revoke_lock, so a revocation meanwhile takes a mapping out of d
+ * as well, where d has it already (below replay_done; the replay skips a
+ * revoked one). Caller holds zp_container.lock. On failure d is unlisted
+ * and nothing stays in it.
  */
 int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 {
-	struct zp_dma *dma;
+	struct zp_dma *dma, *failed = NULL;
 	struct rb_node *n;
 	int ret = 0;
 
 	mutex_lock(&c->revoke_lock);
 	list_add_tail(&d->node, &c->domains);
+	c->replay_domain = d;
+	c->replay_done = 0;
 	mutex_unlock(&c->revoke_lock);
-	for (n = rb_first(&c->dmas); n && !ret; n = rb_next(n)) {
+	for (n = rb_first(&c->dmas); n && !failed; n = rb_next(n)) {
 		dma = rb_entry(n, struct zp_dma, node);
 		if (dma->mapped)
 			ret = zp_dma_replay_one(c, dma, d);
+		if (ret)
+			failed = dma;	/* which took out its own part of d */
 	}
+	mutex_lock(&c->revoke_lock);
+	c->replay_domain = NULL;
+	if (ret)
+		list_del(&d->node);
+	mutex_unlock(&c->revoke_lock);
 	if (!ret)
 		return 0;
-	mutex_lock(&c->revoke_lock);
-	list_del(&d->node);
-	mutex_unlock(&c->revoke_lock);
+	/* exactly what d holds: the live dmas before the failed one */
 	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
 		dma = rb_entry(n, struct zp_dma, node);
-		iommu_unmap(d->domain, dma->iova, dma->size);
+		if (dma == failed)
+			break;
+		if (dma->mapped && !dma->revoked)
+			iommu_unmap(d->domain, dma->iova, dma->size);
 	}
 	return ret;
 }

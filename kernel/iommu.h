@@ -53,6 +53,11 @@ struct zp_container {
 					 * (a mutex released and retaken at once
 					 * starves a spinning waiter) */
 	struct list_head domains;	/* zp_domain */
+	struct zp_domain *replay_domain; /* being replayed into (zp_dma_replay()):
+					 * it holds the live dmas below
+					 * replay_done, no other (both under
+					 * revoke_lock) */
+	dma_addr_t replay_done;
 	struct rb_root dmas;		/* zp_dma by IOVA, never overlapping */
 	struct zp_iova_range *ranges;	/* sorted usable IOVA ranges */
 	unsigned int nr_ranges;		/* entries in ranges (0: no group yet) */
@@ -77,10 +82,14 @@ struct zp_dma {
 					 * IOMMU, IOVA still reserved until
 					 * UNMAP_DMA (under revoke_lock) */
 	bool writing;			/* being written under revoke_lock, which
-					 * the writer drops between pieces: what
-					 * is in the IOMMU so far is a prefix of
-					 * the range in each domain (set and read
-					 * under revoke_lock) */
+					 * the writer drops between pieces; then
+					 * (all three under revoke_lock): */
+	bool write_replay;		/*  into write_domain alone, every other
+					 *  domain holds all of dma (a replay);
+					 *  else domains before write_domain do,
+					 *  those after it nothing (a first map) */
+	struct zp_domain *write_domain;	/*  the domain being written */
+	size_t written;			/*  bytes from iova written there */
 };
 
 /* Global counters, in debugfs zeropin/iommu_counters. */

@@ -24,8 +24,15 @@
  * poisoned), as the kernel sets poisoned pages aside. The page allocator
  * only keeps poisoned single pages out of its free lists, so every block
  * is checked page by page before it goes back there (pool_free()) and when
- * it comes from the allocator; at hand-out, on the fault path, only the
- * flags memory failure sets on the folio itself are looked at.
+ * it comes from the allocator. memory_failure() on an idle block marks
+ * only the failing page (it cannot handle a page it does not know), so the
+ * pool listens to its reports (poison.c): the block leaves its list at
+ * once (pool_memory_failure()), and a block that was on no list meanwhile
+ * is checked page by page before it is filed (file_block_locked()). At
+ * hand-out, on the fault path, only the folio's own flags are looked at
+ * then; page by page where the kernel has no report to listen to. What is
+ * left: a page that fails in the microseconds between memory_failure()
+ * marking it and reporting it, while its block is being handed out.
  *
  * Staying out of the VMs' way: the kthreads run SCHED_IDLE, on their node's
  * CPUs or on the housekeeping CPUs the admin names (zero_cpus), at most
@@ -69,6 +76,7 @@
 #include <linux/xarray.h>
 
 #include "compat.h"
+#include "poison.h"
 #include "pool.h"
 #include "zero.h"
 
@@ -302,6 +310,27 @@ static bool set_aside(struct folio *folio, bool poisoned)
 	return poisoned;
 }
 
+/*
+ * File a block, zero or waiting to be zeroed, unless a page of it is
+ * poisoned: checked again page by page when a memory failure was reported
+ * since seq (zp_poison_seq(), read before the block was last checked or
+ * taken off a list), since pool_memory_failure() cannot find a block that
+ * is on no list. Caller holds np->lock. Returns 0; -EHWPOISON, and the
+ * caller sets the block aside; -ENOMEM (no xarray node for a zero block),
+ * and the caller frees it or files it dirty.
+ */
+static int file_block_locked(struct node_pool *np, struct folio *folio, bool zero,
+			     unsigned int seq)
+{
+	if (zp_poison_seq() != seq && block_poisoned(folio))
+		return -EHWPOISON;
+	if (zero)
+		return zero_add_locked(np, folio) ? 0 : -ENOMEM;
+	list_add_tail(&folio->lru, &np->dirty);
+	np->nr_dirty++;
+	return 0;
+}
+
 /* Give a block back to the page allocator, unless it is poisoned. */
 static void pool_free(struct folio *folio)
 {
@@ -359,8 +388,11 @@ static void zero_throttle(u64 took_ns)
  * Kthread only; takes np->lock, drops it around the allocation. */
 static bool refill_one(struct node_pool *np)
 {
+	unsigned int seq = zp_poison_seq();
 	struct folio *folio;
+	bool zero, tried;
 	u64 t0, took;
+	int ret;
 
 	spin_lock(&np->lock);
 	if (!may_refill(np)) {
@@ -369,8 +401,8 @@ static bool refill_one(struct node_pool *np)
 	}
 	spin_unlock(&np->lock);
 	t0 = ktime_get_ns();
-	folio = have_room() ?
-		zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
+	tried = have_room();
+	folio = tried ? zp_folio_alloc_node(POOL_GFP_REFILL, ZP_BLOCK_ORDER, np->nid) : NULL;
 	took = ktime_get_ns() - t0;
 	if (folio && allocator_zeroes(POOL_GFP_REFILL))
 		/* the allocator zeroed it here: the same bandwidth */
@@ -381,21 +413,27 @@ static bool refill_one(struct node_pool *np)
 		return true;
 	spin_lock(&np->lock);
 	if (!folio) {
-		np->alloc_backoff = clamp(np->alloc_backoff * 2, POOL_ALLOC_BACKOFF,
-					  POOL_ALLOC_BACKOFF_MAX);
-		np->backoff_until = jiffies + np->alloc_backoff;
+		/* only a real failure (kswapd woken) doubles the wait */
+		if (tried)
+			np->alloc_backoff = clamp(np->alloc_backoff * 2, POOL_ALLOC_BACKOFF,
+						  POOL_ALLOC_BACKOFF_MAX);
+		np->backoff_until = jiffies + max(np->alloc_backoff, POOL_ALLOC_BACKOFF);
 		spin_unlock(&np->lock);
 		atomic_long_inc(&counters.refill_failed);
 		return false;
 	}
 	np->alloc_backoff = 0;
-	if (allocator_zeroes(POOL_GFP_REFILL) && zero_add_locked(np, folio)) {
-		atomic_long_inc(&counters.zeroed_alloc);
-	} else {
-		list_add_tail(&folio->lru, &np->dirty);
-		np->nr_dirty++;
+	zero = allocator_zeroes(POOL_GFP_REFILL);
+	ret = file_block_locked(np, folio, zero, seq);
+	if (ret == -ENOMEM) {
+		zero = false;
+		ret = file_block_locked(np, folio, false, seq);
 	}
 	spin_unlock(&np->lock);
+	if (ret)
+		set_aside(folio, true);		/* -EHWPOISON */
+	else if (zero)
+		atomic_long_inc(&counters.zeroed_alloc);
 	if (took)
 		zero_throttle(took);
 	return true;
@@ -405,8 +443,10 @@ static bool refill_one(struct node_pool *np)
  * (the block is counted in nr_zeroing meanwhile). */
 static bool zero_one(struct node_pool *np)
 {
+	unsigned int seq = zp_poison_seq();
 	struct folio *folio;
 	u64 t0, took;
+	int ret;
 
 	spin_lock(&np->lock);
 	folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
@@ -430,12 +470,14 @@ static bool zero_one(struct node_pool *np)
 	atomic64_add(took, &counters.zeroing_idle_ns);
 	spin_lock(&np->lock);
 	np->nr_zeroing--;
-	if (!zero_add_locked(np, folio)) {
-		spin_unlock(&np->lock);
-		pool_free(folio);
-		return true;
-	}
+	ret = file_block_locked(np, folio, true, seq);
 	spin_unlock(&np->lock);
+	if (ret == -EHWPOISON)
+		set_aside(folio, true);
+	else if (ret)
+		pool_free(folio);
+	if (ret)
+		return true;
 	atomic_long_inc(&counters.zeroed_idle);
 	zero_throttle(took);
 	return true;
@@ -589,7 +631,8 @@ static struct folio *pool_take(struct node_pool *np, gfp_t gfp, bool *zero, bool
 				return NULL;
 			atomic_long_inc(&counters.alloc_sync);
 		}
-	} while (set_aside(folio, *fresh ? block_poisoned(folio) : block_poisoned_quick(folio)));
+	} while (set_aside(folio, *fresh || !zp_poison_watched() ? block_poisoned(folio) :
+						     block_poisoned_quick(folio)));
 	return folio;
 }
 
@@ -617,23 +660,29 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 	return folio;
 }
 
+/* Off every list since it was handed out: checked page by page again. */
 void zp_pool_put_unused(struct folio *folio)
 {
 	struct node_pool *np = pool_of(folio_nid(folio));
+	unsigned int seq = zp_poison_seq();
+	int ret;
 
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.unused_back);
-	if (!np) {
-		pool_free(folio);
+	if (!np || set_aside(folio, block_poisoned(folio))) {
+		if (!np)
+			pool_free(folio);
 		return;
 	}
 	spin_lock(&np->lock);
-	if (!zero_add_locked(np, folio)) {
-		spin_unlock(&np->lock);
-		pool_free(folio);
-		return;
-	}
+	ret = file_block_locked(np, folio, true, seq);
 	spin_unlock(&np->lock);
+	if (ret == -EHWPOISON)
+		set_aside(folio, true);
+	else if (ret)
+		pool_free(folio);
+	if (ret)
+		return;
 	wake_up(&np->wait);	/* may now be over target */
 }
 
@@ -646,6 +695,82 @@ void zp_pool_release(struct folio *folio)
 	atomic_long_inc(&counters.returned);
 	pool_free(folio);
 }
+
+/* --- memory failure (poison.c) --- */
+
+/* The dirty block at pfn head, taken off its list; NULL when it is not
+ * there. Caller holds np->lock. */
+static struct folio *dirty_take_locked(struct node_pool *np, unsigned long head)
+{
+	struct folio *folio;
+
+	list_for_each_entry(folio, &np->dirty, lru) {
+		if (folio_pfn(folio) != head)
+			continue;
+		list_del(&folio->lru);
+		np->nr_dirty--;
+		return folio;
+	}
+	return NULL;
+}
+
+/*
+ * A memory failure reported at pfn: a block of the pool holding it leaves
+ * its list at once and is set aside. A block on no list (being zeroed,
+ * filed, handed out) is not found here: the paths that file blocks check
+ * zp_poison_seq() (file_block_locked()), and a block in a file is the
+ * kernel's to flag (a page-cache folio on the LRU is one memory_failure()
+ * handles). Called with preemption off (a tracepoint probe); takes
+ * np->lock.
+ */
+static void pool_memory_failure(unsigned long pfn)
+{
+	unsigned long head = ALIGN_DOWN(pfn, ZP_BLOCK_PAGES);
+	struct node_pool *np;
+	struct folio *folio;
+	int nid;
+
+	if (!pfn_valid(pfn))
+		return;
+	nid = pfn_to_nid(pfn);
+	np = nid >= 0 && nid < MAX_NUMNODES ? node_pools[nid] : NULL;
+	if (!np)
+		return;
+	spin_lock(&np->lock);
+	folio = xa_erase(&np->zero, head >> ZP_BLOCK_ORDER);
+	if (folio)
+		np->nr_zero--;
+	else
+		folio = dirty_take_locked(np, head);
+	spin_unlock(&np->lock);
+	if (folio)
+		set_aside(folio, true);
+}
+
+/* debugfs zeropin/pool_blocks: every block the pool holds, "node pfn
+ * state", for RAS tools (which physical memory is idle in the pool) and
+ * the tests. Takes each node's lock in turn. */
+static int blocks_show(struct seq_file *m, void *v)
+{
+	struct folio *folio;
+	unsigned long index;
+	int nid;
+
+	for_each_node_state(nid, N_MEMORY) {
+		struct node_pool *np = node_pools[nid];
+
+		if (!np)
+			continue;
+		spin_lock(&np->lock);
+		xa_for_each(&np->zero, index, folio)
+			seq_printf(m, "%d %#lx zero\n", nid, folio_pfn(folio));
+		list_for_each_entry(folio, &np->dirty, lru)
+			seq_printf(m, "%d %#lx dirty\n", nid, folio_pfn(folio));
+		spin_unlock(&np->lock);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(blocks);
 
 /* --- budget --- */
 
@@ -1004,6 +1129,8 @@ int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir)
 	if (ret)
 		goto err_kobj;
 	debugfs_create_file("pool_counters", 0400, debugfs_dir, NULL, &counters_fops);
+	debugfs_create_file("pool_blocks", 0400, debugfs_dir, NULL, &blocks_fops);
+	zp_poison_watch(pool_memory_failure);	/* -ENOENT: checked at hand-out */
 	mutex_lock(&pool_mutex);
 	set_target_locked(DIV_ROUND_UP(pool_mib, ZP_BLOCK_SIZE >> 20));
 	mutex_unlock(&pool_mutex);
@@ -1023,6 +1150,7 @@ err:
 
 void zp_pool_exit(void)
 {
+	zp_poison_unwatch();
 	sysfs_remove_group(pool_kobj, &pool_group);
 	kobject_put(pool_kobj);
 	zp_shrinker_destroy(pool_shrinker);

@@ -30,6 +30,7 @@
 #include "kselftest_harness.h"
 #include "backing.h"
 #include "bounded.h"
+#include "kmsg.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "vfio_gpu.h"
@@ -335,20 +336,25 @@ TEST_F(bar, bar_mapped_through_more_device_fds_than_are_held)
  * written into the IOMMU under the revocation lock, which the write drops
  * between pieces: a munmap meanwhile (the VMM's mmap_lock held, its vCPUs'
  * faults waiting behind it) waits for one piece at most, not the whole
- * map, takes out what is written, and the write stops (zeropin only).
- * 1 GiB at an IOVA only 4 KiB-congruent to it: 256 K entries, 17 pieces.
- * Afterwards no entry is left anywhere in the range: 4 KiB pages of RAM
- * mapped over all of it (an IOMMU entry still there would refuse them)
- * are reached by DMA.
+ * map, takes out exactly what is written, and the write stops (zeropin
+ * only). The IOMMU must then hold nothing of it and everything of its
+ * neighbours: VT-d widens an unmap of an empty range to the page size of
+ * the empty level, over whatever lies beside it.
  */
 #define FOREIGN_SIZE	SZ_1G
-#define FOREIGN_IOVA	(IOVA_BAR + 4096)
 #define FOREIGN_PIECES	17	/* 64 MiB pieces of IOVA, the first 4 KiB short */
-#define FOREIGN_SLACK	2	/* pieces a munmap may wait for */
+#define FOREIGN_SLACK	2	/* pieces a munmap may wait for: the one being
+				 * written, and one taken before it got the lock */
+/* Kernel log records that say the IOMMU was left with a stale entry. */
+static const char *const iommu_bad[] = { "WARNING:", "DMA PTE", "BUG:" };
 
 struct foreign_race {
 	int container;
-	void *map;		/* the sysfs mapping */
+	void *map;		/* what MAP_DMA maps */
+	uint64_t iova;
+	uint64_t size;
+	void *unmap;		/* what the racer munmaps */
+	uint64_t unmap_size;
 	long calls0;		/* iommu_map_calls before the map */
 	long calls_munmap;	/* when the munmap began and ended */
 	long calls_unmapped;
@@ -358,7 +364,7 @@ static int foreign_map_job(void *arg)
 {
 	struct foreign_race *r = arg;
 
-	return __vfio_map(r->container, r->map, FOREIGN_IOVA, FOREIGN_SIZE, RW);
+	return __vfio_map(r->container, r->map, r->iova, r->size, RW);
 }
 
 /* Once the map has written two pieces, munmap what it maps. */
@@ -369,59 +375,132 @@ static int foreign_munmap_job(void *arg)
 
 	while ((r->calls_munmap = iommu_counter_raw("iommu_map_calls")) < r->calls0 + 2)
 		nanosleep(&ms, NULL);
-	if (munmap(r->map, FOREIGN_SIZE))
+	if (munmap(r->unmap, r->unmap_size))
 		return -errno;
 	r->calls_unmapped = iommu_counter_raw("iommu_map_calls");
 	return 0;
 }
 
-TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
+/* MAP_DMA of r->map racing a munmap of r->unmap: both must succeed, the
+ * mapping revoked partway. */
+static void foreign_race(struct __test_metadata *_metadata, struct foreign_race *r)
 {
 	int (*const fn[])(void *) = { foreign_map_job, foreign_munmap_job };
-	struct foreign_race r = { .container = self->container };
-	void *const arg[] = { &r, &r };
+	void *const arg[] = { r, r };
 	long revoked = iommu_counter("mmio_revoked");
-	struct buffer ram;
-	uint64_t unmapped = 0;
-	char bdf[256], path[320];
-	int fd, ret[2], err;
+	int ret[2], err;
 
-	if (variant->driver != DRIVER_ZEROPIN)
-		SKIP(return, "type1 does not track a PFNMAP's lifetime");
-	if (gpu_count() < 2)
-		SKIP(return, "needs a second GPU stand-in (scripts/lab --gpu 2)");
-	/* the GPU this variant has not opened through VFIO */
-	ASSERT_EQ(0, pci_find(GPU_VENDOR, GPU_DEVICE, !variant->gpu, bdf, sizeof(bdf)));
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource2", bdf);
-	fd = open(path, O_RDWR);
-	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
-	r.map = mmap(NULL, FOREIGN_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	ASSERT_NE(MAP_FAILED, r.map) TH_LOG("mmap %s: %s", path, strerror(errno));
-
-	r.calls0 = iommu_counter("iommu_map_calls");
+	r->calls0 = iommu_counter("iommu_map_calls");
 	err = bounded_together(2, fn, arg, ret, 4 * BOUNDED_MS);
 	ASSERT_EQ(0, err) TH_LOG("%s", bounded_str(err));
 	ASSERT_EQ(0, ret[0]) TH_LOG("MAP_DMA: %s", bounded_str(ret[0]));
 	ASSERT_EQ(0, ret[1]) TH_LOG("munmap: %s", bounded_str(ret[1]));
-	TH_LOG("pieces written: %ld when the munmap began, %ld when it ended, %ld in all (of %d)",
-	       r.calls_munmap - r.calls0, r.calls_unmapped - r.calls0,
-	       iommu_counter("iommu_map_calls") - r.calls0, FOREIGN_PIECES);
+	TH_LOG("pieces written: %ld when the munmap began, %ld when it ended, %ld in all",
+	       r->calls_munmap - r->calls0, r->calls_unmapped - r->calls0,
+	       iommu_counter("iommu_map_calls") - r->calls0);
 	EXPECT_EQ(revoked + 1, iommu_counter("mmio_revoked"));
-	/* the munmap waited for the piece being written, not for the rest
-	 * (one more piece of slack: the munmap reaches its notifier a little
-	 * after it read the count), and the write stopped there */
-	EXPECT_GE(FOREIGN_SLACK, r.calls_unmapped - r.calls_munmap);
+	EXPECT_GE(FOREIGN_SLACK, r->calls_unmapped - r->calls_munmap);
+}
+
+/* The other GPU stand-in's BAR2 through sysfs, len bytes at addr (NULL:
+ * anywhere); MAP_FAILED with errno when it cannot be had. */
+static void *foreign_mmap(const FIXTURE_VARIANT(bar) *variant, void *addr, uint64_t len)
+{
+	char bdf[256], path[320];
+	void *p;
+	int fd;
+
+	/* the GPU this variant has not opened through VFIO: no region
+	 * vfio-pci requested, which sysfs would refuse */
+	if (pci_find(GPU_VENDOR, GPU_DEVICE, !variant->gpu, bdf, sizeof(bdf)))
+		return MAP_FAILED;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource2", bdf);
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return MAP_FAILED;
+	p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0), fd, 0);
+	close(fd);
+	return p;
+}
+
+#define FOREIGN_SKIP_UNLESS(cond) do { \
+	if (variant->driver != DRIVER_ZEROPIN) \
+		SKIP(return, "type1 does not track a PFNMAP's lifetime"); \
+	if (gpu_count() < 2) \
+		SKIP(return, "needs a second GPU stand-in (scripts/lab --gpu 2)"); \
+	if (!(cond)) \
+		SKIP(return, "no sysfs mapping of a BAR here: %s", strerror(errno)); \
+} while (0)
+
+/* 1 GiB at an IOVA only 4 KiB-congruent to it: 256 K entries, 17 pieces.
+ * Afterwards no entry is left anywhere in the range: 4 KiB pages of RAM
+ * mapped over all of it are reached by DMA, and the kernel log has no
+ * "DMA PTE already set". */
+TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
+{
+	struct foreign_race r = { .container = self->container, .iova = IOVA_BAR + 4096,
+				  .size = FOREIGN_SIZE, .unmap_size = FOREIGN_SIZE };
+	int kmsg = kmsg_mark();
+	uint64_t unmapped = 0;
+	struct buffer ram;
+
+	r.map = variant->driver == DRIVER_ZEROPIN && gpu_count() >= 2 ?
+		foreign_mmap(variant, NULL, FOREIGN_SIZE) : MAP_FAILED;
+	FOREIGN_SKIP_UNLESS(r.map != MAP_FAILED);
+	r.unmap = r.map;
+	foreign_race(_metadata, &r);
+	/* the write stopped at the revocation instead of finishing first */
 	EXPECT_GT(FOREIGN_PIECES, iommu_counter("iommu_map_calls") - r.calls0);
 
 	/* the IOVA stays taken until UNMAP_DMA, which reports it whole */
-	ASSERT_EQ(0, __vfio_unmap(self->container, FOREIGN_IOVA, FOREIGN_SIZE, 0, &unmapped));
+	ASSERT_EQ(0, __vfio_unmap(self->container, r.iova, FOREIGN_SIZE, 0, &unmapped));
 	EXPECT_EQ(FOREIGN_SIZE, unmapped);
 	buffer_alloc(&ram, BACKING_ANON_4K, FOREIGN_SIZE);
-	ASSERT_EQ(0, __vfio_map(self->container, ram.addr, FOREIGN_IOVA, FOREIGN_SIZE, RW));
-	edu_verify(&self->edu, ram.addr, FOREIGN_IOVA, FOREIGN_SIZE);
-	vfio_unmap(self->container, FOREIGN_IOVA, FOREIGN_SIZE);
+	ASSERT_EQ(0, __vfio_map(self->container, ram.addr, r.iova, FOREIGN_SIZE, RW));
+	edu_verify(&self->edu, ram.addr, r.iova, FOREIGN_SIZE);
+	vfio_unmap(self->container, r.iova, FOREIGN_SIZE);
 	buffer_free(&ram);
+	EXPECT_EQ(0, kmsg_count_since(kmsg, iommu_bad, 3));
+	close(kmsg);
+}
+
+/*
+ * The revocation takes out exactly what was written, not a whole IOMMU
+ * level around it: a 1 GiB mapping at a 1 GiB-aligned IOVA made of two
+ * runs, the first (512 MiB) written in one piece, the second in 64 MiB
+ * pieces and cut short by a munmap, with RAM mapped right after it. The
+ * RAM is reached by DMA afterwards, at its first, middle and last page.
+ */
+TEST_F(bar, foreign_revocation_leaves_the_neighbours_mapped)
+{
+	uint64_t half = FOREIGN_SIZE / 2, unmapped = 0;
+	struct foreign_race r = { .container = self->container, .iova = IOVA_BAR,
+				  .size = FOREIGN_SIZE, .unmap_size = half };
+	int kmsg = kmsg_mark();
+	struct buffer ram;
+	uint8_t *area;
+
+	area = mmap(NULL, FOREIGN_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		    -1, 0);
+	ASSERT_NE(MAP_FAILED, area);
+	/* the same 512 MiB of BAR twice, side by side: two runs */
+	r.map = variant->driver == DRIVER_ZEROPIN && gpu_count() >= 2 ?
+		foreign_mmap(variant, area, half) : MAP_FAILED;
+	if (r.map != MAP_FAILED && foreign_mmap(variant, area + half, half) == MAP_FAILED)
+		r.map = MAP_FAILED;
+	FOREIGN_SKIP_UNLESS(r.map != MAP_FAILED);
+	r.unmap = area + half;
+	buffer_alloc(&ram, BACKING_ANON_4K, half);
+	vfio_map(self->container, ram.addr, IOVA_BAR + FOREIGN_SIZE, half);
+	foreign_race(_metadata, &r);
+	edu_verify(&self->edu, ram.addr, IOVA_BAR + FOREIGN_SIZE, half);
+	ASSERT_EQ(0, __vfio_unmap(self->container, IOVA_BAR, FOREIGN_SIZE, 0, &unmapped));
+	EXPECT_EQ(FOREIGN_SIZE, unmapped);
+	vfio_unmap(self->container, IOVA_BAR + FOREIGN_SIZE, half);
+	buffer_free(&ram);
+	munmap(area, FOREIGN_SIZE);
+	EXPECT_EQ(0, kmsg_count_since(kmsg, iommu_bad, 3));
+	close(kmsg);
 }
 
 /*

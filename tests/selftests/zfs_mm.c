@@ -820,4 +820,105 @@ TEST_F(zfs_poison, poisoned_page_is_refused_and_the_rest_kept)
 	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
 }
 
+/*
+ * Memory failure on a block idle in the pool (root, as a patrol scrub or a
+ * machine check would report it: hwpoison-inject's corrupt-pfn on a page
+ * inside a zero block, by its pfn from debugfs pool_blocks). The kernel
+ * cannot handle a page it does not know and only marks it; the pool must
+ * set the block aside at once (counted), and files faulted in and mapped
+ * for DMA afterwards, more than the pool holds, never get a page of it:
+ * not mapped, not pinned, not DMA-mapped, and DMA through the mapping
+ * lands where it should.
+ */
+#define HWPOISON_KO		"/lib/modules/lab/hwpoison/hwpoison-inject.ko"
+#define HWPOISON_PFN		"/sys/kernel/debug/hwpoison/corrupt-pfn"
+#define POOL_BLOCKS		"/sys/kernel/debug/zeropin/pool_blocks"
+#define IDLE_POOL_MIB		16
+#define IDLE_FILE_SIZE		(32ul << 20)	/* more than the pool holds */
+
+FIXTURE(idle_poison) {
+	struct edu edu;
+	int container;
+	uint8_t *scratch;
+};
+
+FIXTURE_VARIANT(idle_poison) {
+	enum vfio_driver driver;
+};
+
+FIXTURE_VARIANT_ADD(idle_poison, type1) { .driver = DRIVER_TYPE1 };
+FIXTURE_VARIANT_ADD(idle_poison, zeropin) { .driver = DRIVER_ZEROPIN };
+
+FIXTURE_SETUP(idle_poison)
+{
+	int ret;
+
+	self->container = lab_setup(_metadata, variant->driver, &self->edu, &self->scratch);
+	ret = access(HWPOISON_PFN, W_OK) ? __insmod(HWPOISON_KO, "") : 0;
+	if (ret && ret != -EEXIST)
+		SKIP(return, "no hwpoison-inject (%s): %s", HWPOISON_KO, strerror(-ret));
+	ASSERT_EQ(0, pool_wait("zero_mib", IDLE_POOL_MIB, 60000));
+}
+
+FIXTURE_TEARDOWN(idle_poison)
+{
+	edu_close(&self->edu);
+	close(self->container);
+	zeropin_reset();
+}
+
+/* The first zero block pool_blocks lists, and whether pfn's block is
+ * still listed (want: that block's first pfn; 0 for the first zero one). */
+static unsigned long pool_block(unsigned long want)
+{
+	char line[128], state[16];
+	unsigned long pfn, found = 0;
+	int nid;
+	FILE *f = fopen(POOL_BLOCKS, "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%d %lx %15s", &nid, &pfn, state) == 3 &&
+		    (want ? pfn == want : !strcmp(state, "zero")))
+			found = pfn;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+TEST_F(idle_poison, poisoned_idle_block_is_never_handed_out)
+{
+	long poisoned = pool_counter("poisoned");
+	unsigned long block, n, bad = 0;
+	char pfn[32];
+	uint8_t *p;
+	int fd, ret;
+
+	block = pool_block(0);
+	ASSERT_NE(0, block) TH_LOG("no zero block in %s", POOL_BLOCKS);
+	snprintf(pfn, sizeof(pfn), "%#lx", block + 1);
+	ret = __write_file(HWPOISON_PFN, pfn);	/* EBUSY: a page it cannot handle */
+	ASSERT_TRUE(ret == 0 || ret == -EBUSY) TH_LOG("corrupt-pfn %s: %s", pfn, strerror(-ret));
+	/* set aside at once, not when it is next handed out */
+	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
+	EXPECT_EQ(0, pool_block(block)) TH_LOG("block %#lx is still in the pool", block);
+
+	fd = zfs_create(FILE_PATH, IDLE_FILE_SIZE);
+	p = map_file(fd, IDLE_FILE_SIZE, MAP_SHARED);
+	touch_range(p, IDLE_FILE_SIZE, true);
+	vfio_map(self->container, p, IOVA_BASE, IDLE_FILE_SIZE);
+	for (n = 0; n < IDLE_FILE_SIZE / TAG_PAGE; n++) {
+		uint64_t f = pfn_of(p + n * TAG_PAGE);
+
+		if (f >= block && f < block + TAG_BLOCK / TAG_PAGE)
+			bad++;
+	}
+	EXPECT_EQ(0, bad) TH_LOG("%lu pages of the poisoned block mapped", bad);
+	edu_verify(&self->edu, p, IOVA_BASE, IDLE_FILE_SIZE);
+	vfio_unmap(self->container, IOVA_BASE, IDLE_FILE_SIZE);
+	munmap(p, IDLE_FILE_SIZE);
+	close(fd);
+	ASSERT_EQ(0, unlink(FILE_PATH));
+	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
+}
+
 TEST_HARNESS_MAIN
