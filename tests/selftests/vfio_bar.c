@@ -402,9 +402,10 @@ static void foreign_race(struct __test_metadata *_metadata, struct foreign_race 
 	EXPECT_GE(FOREIGN_SLACK, r->calls_unmapped - r->calls_munmap);
 }
 
-/* The other GPU stand-in's BAR2 through sysfs, len bytes at addr (NULL:
- * anywhere); MAP_FAILED with errno when it cannot be had. */
-static void *foreign_mmap(const FIXTURE_VARIANT(bar) *variant, void *addr, uint64_t len)
+/* The other GPU stand-in's BAR2 through sysfs, len bytes from off, at
+ * addr (NULL: anywhere); MAP_FAILED with errno when it cannot be had. */
+static void *foreign_mmap(const FIXTURE_VARIANT(bar) *variant, void *addr, uint64_t len,
+			  uint64_t off)
 {
 	char bdf[256], path[320];
 	void *p;
@@ -418,7 +419,7 @@ static void *foreign_mmap(const FIXTURE_VARIANT(bar) *variant, void *addr, uint6
 	fd = open(path, O_RDWR);
 	if (fd < 0)
 		return MAP_FAILED;
-	p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0), fd, 0);
+	p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0), fd, off);
 	close(fd);
 	return p;
 }
@@ -445,7 +446,7 @@ TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
 	struct buffer ram;
 
 	r.map = variant->driver == DRIVER_ZEROPIN && gpu_count() >= 2 ?
-		foreign_mmap(variant, NULL, FOREIGN_SIZE) : MAP_FAILED;
+		foreign_mmap(variant, NULL, FOREIGN_SIZE, 0) : MAP_FAILED;
 	FOREIGN_SKIP_UNLESS(r.map != MAP_FAILED);
 	r.unmap = r.map;
 	foreign_race(_metadata, &r);
@@ -467,10 +468,12 @@ TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
 /*
  * The revocation takes out exactly what was written, not a whole IOMMU
  * level around it: a 1 GiB mapping at a 1 GiB-aligned IOVA made of two
- * runs, the first (512 MiB) written in one piece, the second in 64 MiB
- * pieces and cut short by a munmap, with RAM mapped right after it. The
- * RAM is reached by DMA afterwards, at its first, middle and last page.
+ * runs of the BAR, the first (512 MiB from its start) written in one
+ * piece, the second (512 MiB from 4 KiB in: 4 KiB entries, 8 pieces) cut
+ * short by a munmap, with RAM mapped right after it. The RAM is reached
+ * by DMA afterwards, at its first, middle and last page.
  */
+#define NEIGHBOUR_PIECES	9
 TEST_F(bar, foreign_revocation_leaves_the_neighbours_mapped)
 {
 	uint64_t half = FOREIGN_SIZE / 2, unmapped = 0;
@@ -483,16 +486,18 @@ TEST_F(bar, foreign_revocation_leaves_the_neighbours_mapped)
 	area = mmap(NULL, FOREIGN_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		    -1, 0);
 	ASSERT_NE(MAP_FAILED, area);
-	/* the same 512 MiB of BAR twice, side by side: two runs */
+	/* two pieces of the BAR side by side: two runs */
 	r.map = variant->driver == DRIVER_ZEROPIN && gpu_count() >= 2 ?
-		foreign_mmap(variant, area, half) : MAP_FAILED;
-	if (r.map != MAP_FAILED && foreign_mmap(variant, area + half, half) == MAP_FAILED)
+		foreign_mmap(variant, area, half, 0) : MAP_FAILED;
+	if (r.map != MAP_FAILED && foreign_mmap(variant, area + half, half, 4096) == MAP_FAILED)
 		r.map = MAP_FAILED;
 	FOREIGN_SKIP_UNLESS(r.map != MAP_FAILED);
 	r.unmap = area + half;
 	buffer_alloc(&ram, BACKING_ANON_4K, half);
 	vfio_map(self->container, ram.addr, IOVA_BAR + FOREIGN_SIZE, half);
 	foreign_race(_metadata, &r);
+	/* the revocation came while the second run was being written */
+	EXPECT_GT(NEIGHBOUR_PIECES, iommu_counter("iommu_map_calls") - r.calls0);
 	edu_verify(&self->edu, ram.addr, IOVA_BAR + FOREIGN_SIZE, half);
 	ASSERT_EQ(0, __vfio_unmap(self->container, IOVA_BAR, FOREIGN_SIZE, 0, &unmapped));
 	EXPECT_EQ(FOREIGN_SIZE, unmapped);
