@@ -981,6 +981,9 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW_MS(throttled_ns, "throttled_ms");
 #undef SHOW_MS
 	seq_printf(m, "runs_1g %lu\n", full_runs());
+	/* whether memory failure reports come (poison.c), and how many */
+	seq_printf(m, "poison_watched %d\n", zp_poison_watched());
+	seq_printf(m, "poison_reports %u\n", zp_poison_seq());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(counters);

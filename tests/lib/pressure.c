@@ -147,7 +147,7 @@ int __trace_start(const char *const events[], int n)
 
 	if (stat(TRACEFS "/trace", &st) &&
 	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
-		return -errno;
+		return errno == ENODEV ? -ENOENT : -errno;	/* no tracefs at all */
 	ret = trace_write("tracing_on", "0", 0) ?: trace_write("trace", "", O_TRUNC) ?:
 	      trace_events(events, n, "1");
 	return ret ?: trace_write("tracing_on", "1", 0);

@@ -26,7 +26,8 @@ int __fragment_memory(struct fragmented *f, long leave_mib);
 void fragment_release(struct fragmented *f);
 
 /* Trace events (tracefs "system/event") enabled, the buffer emptied, for
- * trace_count() to count. 0 or -errno. */
+ * trace_count() to count. 0 or -errno; -ENOENT when the kernel has no
+ * tracefs or no such event. */
 int __trace_start(const char *const events[], int n);
 /* Tracing stopped and the events disabled (the buffer kept). */
 void trace_stop(const char *const events[], int n);

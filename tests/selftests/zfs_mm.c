@@ -898,9 +898,15 @@ TEST_F(idle_poison, poisoned_idle_block_is_never_handed_out)
 	snprintf(pfn, sizeof(pfn), "%#lx", block + 1);
 	ret = __write_file(HWPOISON_PFN, pfn);	/* EBUSY: a page it cannot handle */
 	ASSERT_TRUE(ret == 0 || ret == -EBUSY) TH_LOG("corrupt-pfn %s: %s", pfn, strerror(-ret));
-	/* set aside at once, not when it is next handed out */
-	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
-	EXPECT_EQ(0, pool_block(block)) TH_LOG("block %#lx is still in the pool", block);
+	/* set aside at once, not when it is next handed out (where the
+	 * kernel reports no memory failure: a kernel without tracepoints,
+	 * every block is checked page by page at hand-out instead) */
+	if (pool_counter("poison_watched") == 1) {
+		EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
+		EXPECT_EQ(0, pool_block(block)) TH_LOG("block %#lx is still in the pool", block);
+	} else {
+		TH_LOG("no memory failure reports: the block goes at hand-out");
+	}
 
 	fd = zfs_create(FILE_PATH, IDLE_FILE_SIZE);
 	p = map_file(fd, IDLE_FILE_SIZE, MAP_SHARED);
