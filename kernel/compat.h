@@ -192,6 +192,15 @@ static inline bool zp_folio_has_hwpoisoned(struct folio *folio)
 #endif
 }
 
+static inline void zp_folio_set_has_hwpoisoned(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	folio_set_has_hwpoisoned(folio);
+#else
+	SetPageHasHWPoisoned(&folio->page);
+#endif
+}
+
 /* --- PFNMAP (device BAR) lookup: follow_pfnmap_start() since 6.12 ---
  * The pfn mapped at addr in a VM_PFNMAP vma (caller holds the mmap lock)
  * and how many pages from addr on are sure to follow it contiguously: the

@@ -236,6 +236,7 @@ static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
 struct zp_writer {
 	struct zp_container *c;		/* revoke_lock held, else NULL */
 	struct zp_dma *dma;		/* the mapping written */
+	size_t since_pause;		/* bytes written since the last pause */
 };
 
 static gfp_t zp_writer_gfp(const struct zp_writer *w)
@@ -261,8 +262,9 @@ static size_t zp_writer_piece(const struct zp_writer *w, struct zp_domain *d,
  * zp_dma_unmap_written()) and letting every revocation that waits for it
  * go first; -ECANCELED when one took this dma out, -EINTR on a fatal
  * signal. */
-static int zp_writer_pause(const struct zp_writer *w, struct zp_domain *d, dma_addr_t end)
+static int zp_writer_pause(struct zp_writer *w, struct zp_domain *d, dma_addr_t end)
 {
+	w->since_pause = 0;
 	if (w->c) {
 		w->dma->write_domain = d;
 		w->dma->written = end - w->dma->iova;
@@ -281,7 +283,7 @@ static int zp_writer_pause(const struct zp_writer *w, struct zp_domain *d, dma_a
  * context under mutexes only; w says whether revoke_lock is held (and
  * dropped between pieces). Nothing stays mapped on error. */
 static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run *run,
-		      int prot, const struct zp_writer *w)
+		      int prot, struct zp_writer *w)
 {
 	size_t len = zp_run_bytes(run), done = 0, n;
 	int ret = 0;
@@ -292,8 +294,10 @@ static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run 
 		ret = zp_iommu_map(d->domain, iova + done, PFN_PHYS(run->pfn) + done, n,
 				   prot | IOMMU_CACHE, zp_writer_gfp(w));
 		zp_stat_inc(iommu_map_calls);
-		if (!ret)
+		if (!ret) {
 			done += n;
+			w->since_pause += n;
+		}
 		if (!ret && done < len)
 			ret = zp_writer_pause(w, d, iova + done);
 	}
@@ -309,7 +313,7 @@ static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run 
  * rare. */
 static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 			     struct zp_run_chunk *chunk, int prot,
-			     const struct zp_writer *w, size_t *mapped)
+			     struct zp_writer *w, size_t *mapped)
 {
 	unsigned int i;
 	int ret;
@@ -317,12 +321,16 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 	*mapped = 0;
 	for (i = 0; i < chunk->nr; i++) {
 		ret = zp_map_run(d, iova + *mapped, &chunk->run[i], prot, w);
+		if (!ret)
+			*mapped += zp_run_bytes(&chunk->run[i]);
+		/* many short runs (scattered pfns) pause as one long one */
+		if (!ret && w->since_pause >= ZP_LOCKED_STEP)
+			ret = zp_writer_pause(w, d, iova + *mapped);
 		if (ret) {
 			if (*mapped && ret != -ECANCELED)
 				iommu_unmap(d->domain, iova, *mapped);
 			return ret;
 		}
-		*mapped += zp_run_bytes(&chunk->run[i]);
 	}
 	zp_count_chunk_entries(d, iova, chunk);
 	return 0;
@@ -332,7 +340,7 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
  * by one under revoke_lock (no sleeping allocation) or with MMIO. */
 static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 			struct zp_run_chunk *chunk, int prot,
-			const struct zp_writer *w, size_t *mapped)
+			struct zp_writer *w, size_t *mapped)
 {
 	struct scatterlist *sg;
 	struct sg_table sgt;
@@ -373,7 +381,7 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 /* Write every run of dma into d. On failure nothing of dma stays in d.
  * w: whether under revoke_lock (zp_writer). */
 static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d,
-			     const struct zp_writer *w)
+			     struct zp_writer *w)
 {
 	struct zp_run_chunk *chunk;
 	size_t done = 0, len;
@@ -417,7 +425,7 @@ static void zp_dma_unmap_domains(struct zp_container *c, struct zp_dma *dma)
 	if (!dma->mapped || dma->revoked)
 		return;
 	list_for_each_entry(d, &c->domains, node)
-		if (d != c->replay_domain || dma->iova < c->replay_done)
+		if (d != c->replay_domain || (c->replay_some && dma->iova <= c->replay_last))
 			zp_dma_unmap_domain(dma, d);
 	dma->mapped = false;
 }
@@ -536,7 +544,7 @@ void zp_dma_remove_all(struct zp_container *c)
  * zp_container.lock (the domains stay as they are) and, when w->c is set,
  * revoke_lock (dropped between pieces); the caller marks dma mapped. */
 static int zp_dma_map_domains(struct zp_container *c, struct zp_dma *dma,
-			      const struct zp_writer *w)
+			      struct zp_writer *w)
 {
 	struct zp_domain *d;
 	int ret;
@@ -661,8 +669,10 @@ static int zp_dma_replay_one(struct zp_container *c, struct zp_dma *dma,
 	mutex_lock(&c->revoke_lock);
 	if (!dma->revoked)
 		ret = zp_dma_write_locked(c, dma, d);
-	if (!ret)
-		c->replay_done = dma->iova + dma->size;
+	if (!ret) {
+		c->replay_some = true;
+		c->replay_last = dma->iova + dma->size - 1;	/* no overflow at 2^64 */
+	}
 	mutex_unlock(&c->revoke_lock);
 	return ret;
 }
@@ -670,7 +680,7 @@ static int zp_dma_replay_one(struct zp_container *c, struct zp_dma *dma,
 /*
  * Write every live mapping into d, in IOVA order. d is listed first,
  * under revoke_lock, so a revocation meanwhile takes a mapping out of d
- * as well, where d has it already (below replay_done; the replay skips a
+ * as well, where d has it already (up to replay_last; the replay skips a
  * revoked one). Caller holds zp_container.lock. On failure d is unlisted
  * and nothing stays in it.
  */
@@ -683,30 +693,30 @@ int zp_dma_replay(struct zp_container *c, struct zp_domain *d)
 	mutex_lock(&c->revoke_lock);
 	list_add_tail(&d->node, &c->domains);
 	c->replay_domain = d;
-	c->replay_done = 0;
+	c->replay_some = false;
 	mutex_unlock(&c->revoke_lock);
 	for (n = rb_first(&c->dmas); n && !failed; n = rb_next(n)) {
 		dma = rb_entry(n, struct zp_dma, node);
-		if (dma->mapped)
+		if (READ_ONCE(dma->mapped))
 			ret = zp_dma_replay_one(c, dma, d);
 		if (ret)
 			failed = dma;	/* which took out its own part of d */
 	}
 	mutex_lock(&c->revoke_lock);
-	c->replay_domain = NULL;
-	if (ret)
-		list_del(&d->node);
-	mutex_unlock(&c->revoke_lock);
-	if (!ret)
-		return 0;
-	/* exactly what d holds: the live dmas before the failed one */
-	for (n = rb_first(&c->dmas); n; n = rb_next(n)) {
+	/* exactly what d holds, the live dmas before the failed one, taken
+	 * out while d is still listed: a revocation meanwhile would skip an
+	 * unlisted d and leave its entry there */
+	for (n = rb_first(&c->dmas); failed && n; n = rb_next(n)) {
 		dma = rb_entry(n, struct zp_dma, node);
 		if (dma == failed)
 			break;
 		if (dma->mapped && !dma->revoked)
 			iommu_unmap(d->domain, dma->iova, dma->size);
 	}
+	c->replay_domain = NULL;
+	if (failed)
+		list_del(&d->node);
+	mutex_unlock(&c->revoke_lock);
 	return ret;
 }
 

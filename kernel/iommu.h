@@ -54,10 +54,11 @@ struct zp_container {
 					 * starves a spinning waiter) */
 	struct list_head domains;	/* zp_domain */
 	struct zp_domain *replay_domain; /* being replayed into (zp_dma_replay()):
-					 * it holds the live dmas below
-					 * replay_done, no other (both under
+					 * it holds the live watched dmas up to
+					 * replay_last, no other (all three under
 					 * revoke_lock) */
-	dma_addr_t replay_done;
+	bool replay_some;		/* replay_last is one */
+	dma_addr_t replay_last;		/* last IOVA of the last one replayed */
 	struct rb_root dmas;		/* zp_dma by IOVA, never overlapping */
 	struct zp_iova_range *ranges;	/* sorted usable IOVA ranges */
 	unsigned int nr_ranges;		/* entries in ranges (0: no group yet) */

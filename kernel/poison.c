@@ -52,6 +52,9 @@ int zp_poison_watch(void (*fn)(unsigned long pfn))
 	struct tracepoint *tp = NULL;
 	int ret;
 
+	/* fn takes spinlocks, which sleep on PREEMPT_RT; the probe may not */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		return -EOPNOTSUPP;
 	for_each_kernel_tracepoint(mf_find, &tp);
 	if (!tp) {
 		pr_warn("no %s tracepoint: every block is checked page by page when handed out\n",
@@ -82,5 +85,5 @@ bool zp_poison_watched(void)
 
 unsigned int zp_poison_seq(void)
 {
-	return atomic_read(&mf_seq);
+	return atomic_read_acquire(&mf_seq);	/* before the page flags it guards */
 }

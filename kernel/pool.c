@@ -30,9 +30,12 @@
  * once (pool_memory_failure()), and a block that was on no list meanwhile
  * is checked page by page before it is filed (file_block_locked()). At
  * hand-out, on the fault path, only the folio's own flags are looked at
- * then; page by page where the kernel has no report to listen to. What is
- * left: a page that fails in the microseconds between memory_failure()
- * marking it and reporting it, while its block is being handed out.
+ * then; page by page where the kernel has no report to listen to. A block
+ * handed out between memory_failure() marking a page and reporting it
+ * (milliseconds: the report waits for LRU drains on every CPU) gets the
+ * folio flag the kernel's fault and pin paths refuse (flag_handed_out());
+ * what it was mapped or pinned for in that window stays, as for memory
+ * that fails while in use.
  *
  * Staying out of the VMs' way: the kthreads run SCHED_IDLE, on their node's
  * CPUs or on the housekeeping CPUs the admin names (zero_cpus), at most
@@ -197,6 +200,8 @@ static DEFINE_MUTEX(pool_mutex);	/* target and zero_cpus changes vs init/exit */
 static unsigned long target_blocks;	/* the admin's budget, in blocks */
 static struct shrinker *pool_shrinker;
 static struct kobject *pool_kobj;
+static struct dentry *counters_dentry;	/* debugfs pool_counters */
+static struct dentry *blocks_dentry;	/* debugfs pool_blocks */
 
 static struct node_pool *pool_of(int nid)
 {
@@ -714,28 +719,12 @@ static struct folio *dirty_take_locked(struct node_pool *np, unsigned long head)
 	return NULL;
 }
 
-/*
- * A memory failure reported at pfn: a block of the pool holding it leaves
- * its list at once and is set aside. A block on no list (being zeroed,
- * filed, handed out) is not found here: the paths that file blocks check
- * zp_poison_seq() (file_block_locked()), and a block in a file is the
- * kernel's to flag (a page-cache folio on the LRU is one memory_failure()
- * handles). Called with preemption off (a tracepoint probe); takes
- * np->lock.
- */
-static void pool_memory_failure(unsigned long pfn)
+/* The block at pfn head, taken off np's lists; NULL when not there.
+ * Takes np->lock. */
+static struct folio *node_take_block(struct node_pool *np, unsigned long head)
 {
-	unsigned long head = ALIGN_DOWN(pfn, ZP_BLOCK_PAGES);
-	struct node_pool *np;
 	struct folio *folio;
-	int nid;
 
-	if (!pfn_valid(pfn))
-		return;
-	nid = pfn_to_nid(pfn);
-	np = nid >= 0 && nid < MAX_NUMNODES ? node_pools[nid] : NULL;
-	if (!np)
-		return;
 	spin_lock(&np->lock);
 	folio = xa_erase(&np->zero, head >> ZP_BLOCK_ORDER);
 	if (folio)
@@ -744,12 +733,64 @@ static void pool_memory_failure(unsigned long pfn)
 		folio = dirty_take_locked(np, head);
 	spin_unlock(&np->lock);
 	if (folio)
+		wake_up(&np->wait);	/* below target now: refill */
+	return folio;
+}
+
+/*
+ * A block taken from its list between memory_failure() marking the page
+ * and reporting it (milliseconds: the report waits for LRU drains on every
+ * CPU), now in a file: the large folio holding pfn gets the flag
+ * memory_failure() sets on the large folios it handles, so the fault path
+ * (do_set_pmd()) and the pin path refuse it from now on. Only a 2 MiB
+ * folio that still holds the poisoned page, referenced meanwhile.
+ */
+static void flag_handed_out(unsigned long pfn)
+{
+	struct page *page = pfn_to_page(pfn);
+	struct folio *folio = page_folio(page);
+
+	if (!folio_try_get(folio))
+		return;
+	if (page_folio(page) == folio && folio_order(folio) == ZP_BLOCK_ORDER &&
+	    PageHWPoison(page))
+		zp_folio_set_has_hwpoisoned(folio);
+	folio_put(folio);
+}
+
+/*
+ * A memory failure reported at pfn: a block of the pool holding it leaves
+ * its list at once and is set aside. A block on no list (being zeroed or
+ * filed) is not found here: the paths that file blocks check
+ * zp_poison_seq() (file_block_locked()). A block handed out meanwhile gets
+ * its folio flagged (flag_handed_out()). Called with preemption off (a
+ * tracepoint probe) in process context; takes each pool's lock in turn.
+ */
+static void pool_memory_failure(unsigned long pfn)
+{
+	unsigned long head = ALIGN_DOWN(pfn, ZP_BLOCK_PAGES);
+	struct folio *folio = NULL;
+	int nid;
+
+	if (!pfn_valid(pfn))
+		return;
+	/* its node's pool first; a block given back unused may sit in
+	 * another one (pool_of() falls back to the local node) */
+	nid = pfn_to_nid(pfn);
+	if (nid >= 0 && nid < MAX_NUMNODES && node_pools[nid])
+		folio = node_take_block(node_pools[nid], head);
+	for_each_node_state(nid, N_MEMORY)
+		if (!folio && node_pools[nid])
+			folio = node_take_block(node_pools[nid], head);
+	if (folio)
 		set_aside(folio, true);
+	else
+		flag_handed_out(pfn);
 }
 
 /* debugfs zeropin/pool_blocks: every block the pool holds, "node pfn
  * state", for RAS tools (which physical memory is idle in the pool) and
- * the tests. Takes each node's lock in turn. */
+ * the tests. Takes each node's lock for its dirty list only. */
 static int blocks_show(struct seq_file *m, void *v)
 {
 	struct folio *folio;
@@ -761,9 +802,11 @@ static int blocks_show(struct seq_file *m, void *v)
 
 		if (!np)
 			continue;
-		spin_lock(&np->lock);
+		/* the xarray under RCU, as full_runs() reads it; the dirty
+		 * list (short: blocks waiting for the kthread) locked */
 		xa_for_each(&np->zero, index, folio)
-			seq_printf(m, "%d %#lx zero\n", nid, folio_pfn(folio));
+			seq_printf(m, "%d %#lx zero\n", nid, index << ZP_BLOCK_ORDER);
+		spin_lock(&np->lock);
 		list_for_each_entry(folio, &np->dirty, lru)
 			seq_printf(m, "%d %#lx dirty\n", nid, folio_pfn(folio));
 		spin_unlock(&np->lock);
@@ -1131,8 +1174,10 @@ int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir)
 	ret = sysfs_create_group(pool_kobj, &pool_group);
 	if (ret)
 		goto err_kobj;
-	debugfs_create_file("pool_counters", 0400, debugfs_dir, NULL, &counters_fops);
-	debugfs_create_file("pool_blocks", 0400, debugfs_dir, NULL, &blocks_fops);
+	counters_dentry = debugfs_create_file("pool_counters", 0400, debugfs_dir, NULL,
+					      &counters_fops);
+	blocks_dentry = debugfs_create_file("pool_blocks", 0400, debugfs_dir, NULL,
+					    &blocks_fops);
 	zp_poison_watch(pool_memory_failure);	/* -ENOENT: checked at hand-out */
 	mutex_lock(&pool_mutex);
 	set_target_locked(DIV_ROUND_UP(pool_mib, ZP_BLOCK_SIZE >> 20));
@@ -1153,6 +1198,8 @@ err:
 
 void zp_pool_exit(void)
 {
+	debugfs_remove(blocks_dentry);		/* before the nodes they read */
+	debugfs_remove(counters_dentry);
 	zp_poison_unwatch();
 	sysfs_remove_group(pool_kobj, &pool_group);
 	kobject_put(pool_kobj);
