@@ -15,12 +15,13 @@ struct fragmented {
 	long kept_kb;		/* memory the kept pages hold */
 };
 
-/* Fill free memory down to leave_mib with 4 KiB anonymous pages
- * (MADV_NOHUGEPAGE), then free all but one page in each physical 2 MiB
- * block they took (root: the frames come from /proc/self/pagemap): the
- * page allocator then has no free 2 MiB block but in the leave_mib, and
- * an order-9 allocation beyond those finds one only after compaction
- * migrates a kept page. 0, or -errno (nothing held then). */
+/* Fill available memory (MemAvailable) down to leave_mib with 4 KiB
+ * anonymous pages (MADV_NOHUGEPAGE), then free all but one page in each
+ * physical 2 MiB block they took (root: the frames come from
+ * /proc/self/pagemap): the page allocator then has no free 2 MiB block
+ * but in the leave_mib, and an order-9 allocation beyond those finds one
+ * only after compaction migrates a kept page. 0, or -errno (nothing held
+ * then). */
 int __fragment_memory(struct fragmented *f, long leave_mib);
 /* Give the pages back. */
 void fragment_release(struct fragmented *f);
