@@ -123,8 +123,11 @@ l2_skip_if_died() {
 	skip "$1" "L2's kernel died before its /init in all $L2_DIED boots, inside start_kernel, of nested TCG's early-boot corruption (above)"
 }
 
-# The L2 kernel's command line: its first line on the serial console early.
-L2_CMDLINE='console=ttyS0 earlyprintk=serial,ttyS0 panic=-1'
+# The L2 kernel's command line: its first line on the serial console early;
+# an oops panics (oops=panic, as every L2 command line here has it): an
+# oopsed kworker otherwise leaves a hung L2 with no "Kernel panic" for
+# l2_retry to see (one did in a clean-clone make check, with the host busy).
+L2_CMDLINE='console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 oops=panic'
 
 # l2_kernel_args [HOST [DEVICE-OPTIONS]]: the device HOST (default: the
 # edu) passed through with DEVICE-OPTIONS (",iova-cache=off", ...) and the

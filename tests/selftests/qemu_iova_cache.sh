@@ -166,7 +166,7 @@ boot_l2_edu() {
 	l2_base_args
 	timeout "$USERSPACE_S" "$qemu" "${L2_BASE[@]}" -device "vfio-pci,host=$EDU$opts" -kernel /l2/vmlinux -monitor none -no-reboot -initrd "$L2_INITRD" \
 		-trace "$event" -D /tmp/l2.trace \
-		-append "console=ttyS0 panic=-1 rdinit=/init l2edu.toggles=$TOGGLES" \
+		-append "console=ttyS0 panic=-1 oops=panic rdinit=/init l2edu.toggles=$TOGGLES" \
 		</dev/null >/dev/null 2>/tmp/l2.err
 	L2_STATUS=$?
 	L2_LOG=$(tr -d '\r' </tmp/l2.console 2>/dev/null | grep -o 'l2-edu: .*')
@@ -249,7 +249,7 @@ dimm_run() {
 		-object "memory-backend-file,id=dimm0mem,size=${DIMM_MIB}M,mem-path=$MNT/l2-dimm,share=on" \
 		-device "pc-dimm,id=dimm0,memdev=dimm0mem,addr=$addr" \
 		-device "vfio-pci,host=$EDU$2" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
-		-append "console=ttyS0 panic=-1 rdinit=/init memhp_default_state=offline l2edu.toggles=0 l2edu.move=0 l2edu.dimm=$addr"
+		-append "console=ttyS0 panic=-1 oops=panic rdinit=/init memhp_default_state=offline l2edu.toggles=0 l2edu.move=0 l2edu.dimm=$addr"
 	rm -f "$MNT/l2-dimm"
 	DIMM_FAULTS=$(kmsg_since "$mark" | grep -c "DMAR: .*fault addr $addr ")
 	UNMAPPED_MIB=$(echo "$ERR" | sed -n 's/.*bytes unmapped \([0-9]*\) issued.*/\1/p' | awk '{ print int($1 / 1048576) }')

@@ -98,7 +98,7 @@ vf_run() {
 	maps0=$(counter iommu_counters map_ioctls)
 	timeout "$USERSPACE_S" "$qemu" "${L2_BASE[@]}" "${trace[@]}" -monitor none -no-reboot \
 		-device "vfio-pci,host=$VF" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
-		-append 'console=ttyS0 panic=-1 rdinit=/init' </dev/null >/dev/null 2>/tmp/l2.err
+		-append 'console=ttyS0 panic=-1 oops=panic rdinit=/init' </dev/null >/dev/null 2>/tmp/l2.err
 	vfio_count_read
 	RESETS=$VFIO_RESETS
 	MAPS=$(($(counter iommu_counters map_ioctls) - maps0))
