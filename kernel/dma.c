@@ -228,7 +228,7 @@ static bool zp_chunk_has_mmio(struct zp_run_chunk *chunk)
 /*
  * How a mapping's runs are written. Outside revoke_lock (c NULL): with
  * ordinary, accounted allocations. Under it (a watched mapping the
- * revocation callback may take out meanwhile, dma->writing set): with
+ * revocation callback may take out meanwhile, dma->write_domain set): with
  * allocations that never enter reclaim, and the lock dropped between
  * pieces; the callback takes out whatever of the mapping is written so
  * far, and the writer stops at its next piece (-ECANCELED).
@@ -445,7 +445,7 @@ static void zp_dma_unmap_written(struct zp_container *c, struct zp_dma *dma)
 				iommu_unmap(d->domain, dma->iova, dma->written);
 			zp_stat_inc(iommu_unmap_calls);
 			complete = false;
-		} else if (complete || dma->write_replay) {
+		} else if (complete || c->replay_domain) {	/* a replay: all there */
 			zp_dma_unmap_domain(dma, d);
 		}
 	}
@@ -488,7 +488,7 @@ static bool zp_dma_mmio_gone(struct mmu_interval_notifier *watch,
 		mutex_unlock(&c->revoke_lock);
 		return true;
 	}
-	if (dma->writing)
+	if (dma->write_domain)
 		zp_dma_unmap_written(c, dma);
 	else
 		zp_dma_unmap_domains(c, dma);
@@ -568,7 +568,7 @@ unwind:
 /*
  * Write a watched dma under revoke_lock: into every domain (d NULL) or
  * into d alone (a replay). The lock is dropped between pieces
- * (zp_writer_pause()) with dma->writing set, so a revocation meanwhile
+ * (zp_writer_pause()) with dma->write_domain set, so a revocation meanwhile
  * takes out what is written so far in every domain and the write stops:
  * that is success, the dma now revoked, as if it had gone right after.
  * Caller holds zp_container.lock and revoke_lock (held again on return).
@@ -579,12 +579,10 @@ static int zp_dma_write_locked(struct zp_container *c, struct zp_dma *dma,
 	struct zp_writer w = { .c = c, .dma = dma };
 	int ret;
 
-	dma->write_replay = d;
-	dma->write_domain = NULL;
-	dma->written = 0;
-	dma->writing = true;
+	/* no revocation can come before the first pause sets write_domain:
+	 * the lock is held until then */
 	ret = d ? zp_dma_map_domain(dma, d, &w) : zp_dma_map_domains(c, dma, &w);
-	dma->writing = false;
+	dma->write_domain = NULL;
 	return ret == -ECANCELED ? 0 : ret;
 }
 

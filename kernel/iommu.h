@@ -82,15 +82,14 @@ struct zp_dma {
 	bool revoked;			/* MMIO mapping gone: taken out of the
 					 * IOMMU, IOVA still reserved until
 					 * UNMAP_DMA (under revoke_lock) */
-	bool writing;			/* being written under revoke_lock, which
-					 * the writer drops between pieces; then
-					 * (all three under revoke_lock): */
-	bool write_replay;		/*  into write_domain alone, every other
-					 *  domain holds all of dma (a replay);
-					 *  else domains before write_domain do,
-					 *  those after it nothing (a first map) */
-	struct zp_domain *write_domain;	/*  the domain being written */
-	size_t written;			/*  bytes from iova written there */
+	struct zp_domain *write_domain;	/* being written under revoke_lock, which
+					 * the writer drops between pieces: the
+					 * domain it got to (NULL: no such write),
+					 * in a replay (c->replay_domain set) the
+					 * only one not holding all of dma, in a
+					 * first map the domains after it holding
+					 * nothing (both under revoke_lock) */
+	size_t written;			/* bytes from iova written there */
 };
 
 /* Global counters, in debugfs zeropin/iommu_counters. */

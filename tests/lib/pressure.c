@@ -113,20 +113,24 @@ void fragment_release(struct fragmented *f)
 	f->addr = NULL;
 }
 
-/* tracefs/path := s. */
-static int trace_write(const char *path, const char *s, int flags)
+/* tracefs/path := s (util.h's __write_file()). */
+static int trace_write(const char *path, const char *s)
 {
-	char full[256];
-	int fd, ret = 0;
+	char full[320];
 
 	snprintf(full, sizeof(full), TRACEFS "/%s", path);
-	fd = open(full, O_WRONLY | flags);
+	return __write_file(full, s);
+}
+
+/* Empty the buffer: tracefs clears it when "trace" is opened to truncate. */
+static int trace_clear(void)
+{
+	int fd = open(TRACEFS "/trace", O_WRONLY | O_TRUNC);
+
 	if (fd < 0)
 		return -errno;
-	if (write(fd, s, strlen(s)) < 0)
-		ret = -errno;
 	close(fd);
-	return ret;
+	return 0;
 }
 
 static int trace_events(const char *const events[], int n, const char *on)
@@ -136,7 +140,7 @@ static int trace_events(const char *const events[], int n, const char *on)
 
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "events/%s/enable", events[i]);
-		ret = trace_write(path, on, 0);
+		ret = trace_write(path, on);
 		if (ret)
 			return ret;
 	}
@@ -151,14 +155,13 @@ int __trace_start(const char *const events[], int n)
 	if (stat(TRACEFS "/trace", &st) &&
 	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
 		return errno == ENODEV ? -ENOENT : -errno;	/* no tracefs at all */
-	ret = trace_write("tracing_on", "0", 0) ?: trace_write("trace", "", O_TRUNC) ?:
-	      trace_events(events, n, "1");
-	return ret ?: trace_write("tracing_on", "1", 0);
+	ret = trace_write("tracing_on", "0") ?: trace_clear() ?: trace_events(events, n, "1");
+	return ret ?: trace_write("tracing_on", "1");
 }
 
 void trace_stop(const char *const events[], int n)
 {
-	trace_write("tracing_on", "0", 0);
+	trace_write("tracing_on", "0");
 	trace_events(events, n, "0");
 }
 
