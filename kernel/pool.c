@@ -743,7 +743,8 @@ static struct folio *node_take_block(struct node_pool *np, unsigned long head)
  * CPU), now in a file: the large folio holding pfn gets the flag
  * memory_failure() sets on the large folios it handles, so the fault path
  * (do_set_pmd()) and the pin path refuse it from now on. Only a 2 MiB
- * folio that still holds the poisoned page, referenced meanwhile.
+ * folio that still holds the poisoned page, referenced meanwhile. From
+ * the probe (preemption off): takes a folio reference, no lock.
  */
 static void flag_handed_out(unsigned long pfn)
 {

@@ -743,7 +743,8 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
  * ->map_pages. filemap_map_pages() trusts its range: it writes the entries
  * from the address of first on, so an unclamped range would fill a
  * neighbour vma's entries (PTEs the file's rmap never sees) or run off the
- * end of the page-table page.
+ * end of the page-table page. Arithmetic only; the caller holds the
+ * fault's mmap lock or vma lock, which keeps the vma's bounds.
  */
 static void zfs_fault_range(struct vm_fault *vmf, pgoff_t *first, pgoff_t *last)
 {
