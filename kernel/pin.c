@@ -9,7 +9,9 @@
  *
  *  1. zeropinfs (shared mapping): the folios come straight from the file's
  *     page cache, created from the pool if missing, without GUP and
- *     without faulting anything in (zp_zfs_pin_folios()).
+ *     without faulting anything in (zp_zfs_pin_folios()). A block's range
+ *     the file had to fill with 4 KiB pages goes to path 3, and path 1
+ *     resumes after it.
  *  2. A whole large folio at a folio-aligned address (hugetlb; anonymous
  *     THP mapped by one PMD): one GUP pin of its first page holds the
  *     folio; the checks in zp_folio_whole() show that the address maps the
@@ -360,7 +362,8 @@ static bool zp_file_at(unsigned long addr, bool write, unsigned long *head)
 /*
  * Up to a batch of pages at addr taken from a zeropinfs file; 0 if addr
  * is not in such a mapping, or (*head pages, see zp_file_at()) inside one
- * of its blocks. The batch is charged before the mmap_lock is taken
+ * of its blocks or at a block's range the file holds in 4 KiB pages (a
+ * fragmented host, see zfs_add_page()). The batch is charged before the mmap_lock is taken
  * (charging needs it for writing) and what was not taken is given back;
  * other memory is not charged here at all.
  */
@@ -382,7 +385,7 @@ static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
 		return -EINTR;
 	}
 	vma = vma_lookup(current->mm, addr);
-	ret = vma ? zp_zfs_pin_folios(vma, addr, n, write, zp_take_file_folio, p) : 0;
+	ret = vma ? zp_zfs_pin_folios(vma, addr, n, write, zp_take_file_folio, p, head) : 0;
 	mmap_read_unlock(current->mm);
 	zp_uncharge(p, n - (p->npages - before));
 	return ret;
@@ -710,7 +713,8 @@ static long zp_batch_len(unsigned long addr, unsigned long npages)
  * Pin the piece of the range starting at addr, by the cheapest path. A
  * range that starts inside a zeropinfs block (QEMU's RAM after the PAM
  * split starts at 1 MiB) has its head pinned by the other paths, and path
- * 1 takes over at the block boundary.
+ * 1 takes over at the block boundary; so does a block's range in 4 KiB
+ * pages.
  */
 static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long npages)
 {

@@ -116,6 +116,15 @@
  * work.
  */
 #define POOL_GFP_REFILL	((GFP_HIGHUSER & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN | __GFP_THISNODE)
+/*
+ * A fallback page (zp_pool_get_page()): zeroed by the allocator, from any
+ * node if the asked one has none (a VM that runs beats one that dies for
+ * locality), reclaiming as long as reclaim makes progress, but never the
+ * OOM killer: an order-0 page fails only when the host is really out of
+ * memory, and then the fault fails (SIGBUS) instead of killing another
+ * tenant. Unmovable, as blocks are: a file holds it for good.
+ */
+#define POOL_GFP_PAGE	(GFP_HIGHUSER | __GFP_ZERO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
 static unsigned int pool_mib;
 module_param(pool_mib, uint, 0444);
@@ -189,6 +198,9 @@ struct pool_counters {
 	atomic_long_t refill_failed;	/* refill allocations that failed */
 	atomic_long_t inuse;		/* blocks in files right now */
 	atomic_long_t poisoned;		/* blocks set aside: a page was poisoned */
+	atomic_long_t fallback_pages;	/* 4 KiB pages in files right now, given
+					 * where no block could be had */
+	atomic_long_t fallback_total;	/* ... given since load */
 	atomic64_t zeroing_idle_ns;	/* CPU time the kthreads spent zeroing */
 	atomic64_t zeroing_sync_ns;	/* ... and faults' paths spent zeroing */
 	atomic64_t throttled_ns;	/* time the kthreads slept for zero_rate_mib */
@@ -665,6 +677,28 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 	return folio;
 }
 
+struct folio *zp_pool_get_page(int nid)
+{
+	struct folio *folio = zp_folio_alloc_node(POOL_GFP_PAGE, 0, nid);
+
+	if (!folio)
+		return NULL;
+	atomic_long_inc(&counters.fallback_pages);
+	atomic_long_inc(&counters.fallback_total);
+	return folio;
+}
+
+/* A fallback page goes back to the page allocator, which keeps a page
+ * memory failure marked out of its free lists by itself (order 0). */
+static bool page_put(struct folio *folio)
+{
+	if (folio_order(folio) == ZP_BLOCK_ORDER)
+		return false;
+	atomic_long_dec(&counters.fallback_pages);
+	folio_put(folio);
+	return true;
+}
+
 /* Off every list since it was handed out: checked page by page again. */
 void zp_pool_put_unused(struct folio *folio)
 {
@@ -672,6 +706,8 @@ void zp_pool_put_unused(struct folio *folio)
 	unsigned int seq = zp_poison_seq();
 	int ret;
 
+	if (page_put(folio))
+		return;
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.unused_back);
 	if (!np || set_aside(folio, block_poisoned(folio))) {
@@ -696,6 +732,8 @@ void zp_pool_put_unused(struct folio *folio)
  * did not change. May be called under the page cache's locks: no sleep. */
 void zp_pool_release(struct folio *folio)
 {
+	if (page_put(folio))
+		return;
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.returned);
 	pool_free(folio);
@@ -1017,6 +1055,8 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(refill_failed);
 	SHOW(inuse);
 	SHOW(poisoned);
+	SHOW(fallback_pages);
+	SHOW(fallback_total);
 #undef SHOW
 #define SHOW_MS(f, name) seq_printf(m, "%s %llu\n", name, \
 				    div_u64(atomic64_read(&counters.f), NSEC_PER_MSEC))

@@ -23,12 +23,21 @@ void zp_pool_exit(void);
  */
 struct folio *zp_pool_get(int nid, gfp_t gfp);
 
-/* A folio from zp_pool_get() that never became visible: back, still zero. */
+/*
+ * A zeroed 4 KiB folio from the page allocator (node nid preferred), for
+ * a file whose block could not be had: memory too fragmented for an
+ * order-9 page. Counted as a fallback (debugfs fallback_pages,
+ * fallback_total). NULL only when the host is out of memory. May sleep.
+ */
+struct folio *zp_pool_get_page(int nid);
+
+/* A folio from zp_pool_get() or zp_pool_get_page() that never became
+ * visible: back, still zero. */
 void zp_pool_put_unused(struct folio *folio);
 
 /* A file let go of a folio it got from the pool (page cache removal):
  * takes over the reference the file held, and drops it unless a page of
- * the folio is poisoned (then the folio is set aside for good). */
+ * a block is poisoned (then the block is set aside for good). */
 void zp_pool_release(struct folio *folio);
 
 #endif /* ZEROPIN_POOL_H */

@@ -34,9 +34,16 @@
  * DMA: zeropinfs memory cannot be offlined while in a file (a
  * ->migrate_folio for blocks nobody pins would allow it; not done yet).
  * 6.12's mapping_set_folio_min_order() is not used: split_huge_page()
- * asks for order 0 and a DEBUG_VM kernel then warns. The code that walks
- * the page cache still copes with smaller folios (holes fail with -EIO,
- * pinning falls back to GUP), as a defence.
+ * asks for order 0 and a DEBUG_VM kernel then warns.
+ *
+ * A fragmented host: when neither the pool nor one bounded try of the
+ * page allocator (ZFS_GFP_SYNC) gives a block, that block's range of the
+ * file is filled with zeroed 4 KiB pages instead, each filed and held the
+ * same way (zfs_add_page()): the VM lives on, mapped there with PTEs and
+ * pinned there by GUP, and the pool counts the pages (fallback_pages).
+ * A range is either one block or 4 KiB pages, never both; it stays in
+ * pages until it is punched or truncated. The mount is charged by the
+ * page (size= is still a whole number of blocks).
  *
  * On 6.1 the core may map a folio that crosses EOF with a PMD (6.12 falls
  * back to PTEs), so a store past EOF inside the last block of a file whose
@@ -47,7 +54,7 @@
  * Locking: inode_lock serialises size changes, writes and fallocate;
  * mapping->invalidate_lock is taken shared by faults that add folios (they
  * check EOF under it) and exclusively by truncation and hole punching, so
- * that used_blocks, kept from the page cache's nrpages, is exact and no
+ * that used_pages, kept from the page cache's nrpages, is exact and no
  * fault leaves a block past EOF.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": zeropinfs: " fmt
@@ -61,6 +68,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
+#include <linux/pagevec.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
@@ -70,9 +78,15 @@
 #include "pool.h"
 #include "zfs.h"
 
-/* How hard a fault may try for a block when the pool is empty: reclaim and
- * compact, but fail (SIGBUS/ENOMEM) rather than invoke the OOM killer. */
-#define ZFS_GFP_SYNC	(GFP_HIGHUSER | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+/*
+ * How hard a fault may try for a block when the pool is empty: one round
+ * of direct compaction and reclaim, no retries (a costly order without
+ * __GFP_RETRY_MAYFAIL: the allocator gives up after the first round and
+ * never calls the OOM killer for it). On a fragmented host retrying cost
+ * seconds per block and still failed; the file then takes 4 KiB pages
+ * for that block's range instead (zfs_add_page()).
+ */
+#define ZFS_GFP_SYNC	(GFP_HIGHUSER | __GFP_NOWARN)
 /* The same for what filemap_add_folio() charges to the memcg: the block
  * itself (a costly order: the memcg's OOM killer never runs for it, the
  * charge fails) and the page cache's xarray node (order 0: without
@@ -84,8 +98,8 @@
 #define ZFS_DEFAULT_SHARE 2
 
 struct zfs_sb_info {
-	unsigned long max_blocks;	/* size= in 2 MiB blocks */
-	atomic_long_t used_blocks;	/* blocks in this mount's files */
+	unsigned long max_pages;	/* size= in pages, a whole number of blocks */
+	atomic_long_t used_pages;	/* pages in this mount's files */
 };
 
 struct zfs_fs_context {
@@ -108,19 +122,19 @@ static struct zfs_sb_info *ZFS_SB(struct super_block *sb)
 
 /* --- blocks: charge the mount, take from the pool, add to page cache --- */
 
-static bool charge_block(struct zfs_sb_info *sbi)
+static bool charge_pages(struct super_block *sb, unsigned long pages)
 {
-	long used = atomic_long_inc_return(&sbi->used_blocks);
+	struct zfs_sb_info *sbi = ZFS_SB(sb);
 
-	if (used <= sbi->max_blocks)
+	if (atomic_long_add_return(pages, &sbi->used_pages) <= sbi->max_pages)
 		return true;
-	atomic_long_dec(&sbi->used_blocks);
+	atomic_long_sub(pages, &sbi->used_pages);
 	return false;
 }
 
 static void uncharge_pages(struct super_block *sb, unsigned long pages)
 {
-	atomic_long_sub(pages / ZP_BLOCK_PAGES, &ZFS_SB(sb)->used_blocks);
+	atomic_long_sub(pages, &ZFS_SB(sb)->used_pages);
 }
 
 /* The first page index past EOF. */
@@ -160,15 +174,17 @@ static void zfs_drop_run(struct inode *inode, pgoff_t *run, pgoff_t end)
 }
 
 /*
- * write() and fallocate() mark the blocks they add (PG_checked, which a
+ * write() and fallocate() mark the folios they add (PG_checked, which a
  * filesystem may use on its page cache folios) until the call ends. Then
  * zfs_settle_new_blocks() clears the marks over [start, end), and, for a
- * call that failed, takes back the marked blocks that lie past EOF: there
+ * call that failed, takes back the marked folios that lie past EOF: there
  * nothing could reach them but they would still count against the mount.
- * Blocks that were there before the call (reserved past EOF with
- * FALLOC_FL_KEEP_SIZE) stay. Only holders of inode_lock add blocks past
+ * Folios that were there before the call (reserved past EOF with
+ * FALLOC_FL_KEEP_SIZE) stay. Only holders of inode_lock add folios past
  * EOF (faults and pins stop at EOF), so the marks there are the call's
- * own. Runs of marked blocks go in one zfs_drop_blocks() each. s_maxbytes
+ * own. Every folio of the range is visited (blocks, and the 4 KiB pages
+ * of a range that could not have one); runs of marked folios go in one
+ * zfs_drop_blocks() each, holes inside a run going with it. s_maxbytes
  * is a whole number of blocks, so no offset here wraps. Caller holds
  * inode_lock.
  */
@@ -176,29 +192,35 @@ static void zfs_settle_new_blocks(struct inode *inode, loff_t start, loff_t end,
 {
 	pgoff_t eof = round_up(i_size_read(inode), ZP_BLOCK_SIZE) >> PAGE_SHIFT;
 	pgoff_t index = round_down(start, ZP_BLOCK_SIZE) >> PAGE_SHIFT;
-	pgoff_t last = DIV_ROUND_UP(end, PAGE_SIZE);
+	pgoff_t last = DIV_ROUND_UP(end, PAGE_SIZE) - 1;
 	pgoff_t run = ULONG_MAX;	/* first index of the run to drop */
+	pgoff_t run_end = 0;		/* index past its last folio */
+	struct folio_batch fbatch;
 	struct folio *folio;
+	unsigned int i;
 	bool drop;
 
-	for (; index < last; index += ZP_BLOCK_PAGES) {
-		folio = zp_filemap_lookup(inode->i_mapping, index, 0);
-		drop = false;
-		if (folio) {
-			drop = folio_test_checked(folio) && failed && index >= eof;
+	if (end <= start)
+		return;
+	folio_batch_init(&fbatch);
+	while (filemap_get_folios(inode->i_mapping, &index, last, &fbatch)) {
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			folio = fbatch.folios[i];
+			drop = folio_test_checked(folio) && failed && folio->index >= eof;
 			folio_clear_checked(folio);
-			folio_put(folio);
+			if (drop) {
+				if (run == ULONG_MAX)
+					run = folio->index;
+				run_end = folio_next_index(folio);
+			} else if (run != ULONG_MAX) {
+				zfs_drop_run(inode, &run, folio->index);	/* one of before ends it */
+			}
 		}
-		if (drop) {
-			if (run == ULONG_MAX)
-				run = index;
-		} else if (folio && run != ULONG_MAX) {
-			zfs_drop_run(inode, &run, index);	/* a block of before ends it */
-		}
+		folio_batch_release(&fbatch);
 		cond_resched();
 	}
 	if (run != ULONG_MAX)
-		zfs_drop_run(inode, &run, index);
+		zfs_drop_run(inode, &run, run_end);
 }
 
 /* The n-th node (from 0) set in a nodemask. */
@@ -246,43 +268,29 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
 }
 
 /*
- * zfs_get_folio() finds no folio at an index, tries to add a block there,
- * and is told one exists (-EEXIST): another task added it first, and the
- * next lookup finds it. Finding nothing again and again means the block's
- * range holds pieces smaller than a block, which zeropinfs never creates:
- * after this many tries the caller gets -EIO instead of a loop.
+ * zfs_get_folio() finds no folio at an index, tries to add one there, and
+ * is told one exists (-EEXIST): another task added it first, and the next
+ * lookup finds it. A block's range that holds 4 KiB pages gets 4 KiB
+ * pages, so finding nothing again and again cannot happen; after this
+ * many tries the caller gets -EIO instead of a loop all the same.
  */
 #define ZFS_ADD_TRIES	4
 
 /*
- * Take a zeroed block from the pool of the node vma's policy names for
- * index (zfs_block_node(); vma NULL for write and fallocate) into the
- * page cache at the block holding index: charged to the mount, dirty, and
- * held by the extra reference that keeps it whole (see the top of this
- * file). Returns 0 with *out locked and referenced (the caller's
- * reference, besides the held one), -ENOSPC (mount full), -ENOMEM, or
- * -EEXIST (a folio is there already). Caller holds inode_lock or
- * invalidate_lock (shared), and the mmap lock or the vma's lock when vma
- * is given.
+ * File folio (charged to the mount by the caller, zero) at index: dirty,
+ * and held by the extra reference that keeps it whole (see the top of
+ * this file). Returns 0 with *out locked and referenced; on an error the
+ * charge and the folio are given back.
  */
-static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			 struct folio **out)
+static int zfs_file_folio(struct inode *inode, struct folio *folio, pgoff_t index,
+			  struct folio **out)
 {
-	struct folio *folio;
 	int ret;
 
-	if (!charge_block(ZFS_SB(inode->i_sb)))
-		return -ENOSPC;
-	folio = zp_pool_get(zfs_block_node(vma, index), ZFS_GFP_SYNC);
-	if (!folio) {
-		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
-		return -ENOMEM;
-	}
 	folio_mark_uptodate(folio);
-	ret = filemap_add_folio(inode->i_mapping, folio, round_down(index, ZP_BLOCK_PAGES),
-				ZFS_GFP_CHARGE);
+	ret = filemap_add_folio(inode->i_mapping, folio, index, ZFS_GFP_CHARGE);
 	if (ret) {
-		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+		uncharge_pages(inode->i_sb, folio_nr_pages(folio));
 		zp_pool_put_unused(folio);
 		return ret;
 	}
@@ -293,13 +301,95 @@ static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_stru
 }
 
 /*
- * The locked folio holding index, added by zfs_add_block() (which alone
- * works out the node) if the file has none there yet. Returns 0 with *out
- * referenced and locked, or -ENOSPC (mount full), -ENOMEM, -EINTR (fatal
- * signal), -EIO (a hole smaller than a block). Caller holds inode_lock or
- * invalidate_lock (shared), which keeps truncation out. Without a vma
- * (write, fallocate: inode_lock held) a block added here is marked new,
- * and the caller ends with zfs_settle_new_blocks().
+ * Take a zeroed block from the pool of the node vma's policy names for
+ * index (zfs_block_node(); vma NULL for write and fallocate) into the
+ * page cache at the block holding index, charged to the mount
+ * (zfs_file_folio()). Returns 0 with *out locked and referenced (the
+ * caller's reference, besides the held one), -ENOSPC (mount full),
+ * -ENOMEM (no block, or the memcg refused its charge), or -EEXIST (a
+ * folio is in the range already). Caller holds inode_lock or
+ * invalidate_lock (shared), and the mmap lock or the vma's lock when vma
+ * is given.
+ */
+static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
+			 struct folio **out)
+{
+	struct folio *folio;
+
+	if (!charge_pages(inode->i_sb, ZP_BLOCK_PAGES))
+		return -ENOSPC;
+	folio = zp_pool_get(zfs_block_node(vma, index), ZFS_GFP_SYNC);
+	if (!folio) {
+		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+		return -ENOMEM;
+	}
+	return zfs_file_folio(inode, folio, round_down(index, ZP_BLOCK_PAGES), out);
+}
+
+/*
+ * The fallback for a block's range when no block could be had (memory
+ * too fragmented for an order-9 page): a zeroed 4 KiB page at index,
+ * filed like a block, and every later page of that range the same way
+ * (zfs_get_folio()), so the range never mixes a block with pages. The VM
+ * lives on; that range is mapped with PTEs and pinned by GUP page by page
+ * (zp_zfs_pin_folios() hands it over), which costs TLB reach and IOMMU
+ * entries, not correctness. Counted by the pool (fallback_pages). Same
+ * contract as zfs_add_block().
+ */
+static int zfs_add_page(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
+			struct folio **out)
+{
+	struct folio *folio;
+
+	if (!charge_pages(inode->i_sb, 1))
+		return -ENOSPC;
+	folio = zp_pool_get_page(zfs_block_node(vma, index));
+	if (!folio) {
+		uncharge_pages(inode->i_sb, 1);
+		return -ENOMEM;
+	}
+	return zfs_file_folio(inode, folio, index, out);
+}
+
+/* Whether the block's range holding index already holds 4 KiB pages
+ * (or, in a race, a block another task just added). */
+static bool zfs_range_has_folio(struct address_space *mapping, pgoff_t index)
+{
+	loff_t start = (loff_t)round_down(index, ZP_BLOCK_PAGES) << PAGE_SHIFT;
+
+	return filemap_range_has_page(mapping, start, start + ZP_BLOCK_SIZE - 1);
+}
+
+/*
+ * A block at index where the range is empty, else (no block to be had,
+ * or the range already in 4 KiB pages) a 4 KiB page; said on the kernel
+ * log once in a while when a range starts falling back. Same contract as
+ * zfs_add_block().
+ */
+static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
+			 struct folio **out)
+{
+	int ret;
+
+	if (zfs_range_has_folio(inode->i_mapping, index))
+		return zfs_add_page(inode, index, vma, out);
+	ret = zfs_add_block(inode, index, vma, out);
+	if (ret != -ENOMEM)
+		return ret;
+	pr_warn_ratelimited("inode %lu: no 2 MiB block for page %lu (memory fragmented, or the memcg at its limit): 4 KiB pages for that range\n",
+			    inode->i_ino, index);
+	return zfs_add_page(inode, index, vma, out);
+}
+
+/*
+ * The locked folio holding index, added by zfs_add_folio() (a block, or a
+ * 4 KiB page where none can be had) if the file has none there yet.
+ * Returns 0 with *out referenced and locked, or -ENOSPC (mount full),
+ * -ENOMEM (not even a page), -EINTR (fatal signal), -EIO (no folio after
+ * ZFS_ADD_TRIES). Caller holds inode_lock or invalidate_lock (shared),
+ * which keeps truncation out. Without a vma (write, fallocate: inode_lock
+ * held) a folio added here is marked new, and the caller ends with
+ * zfs_settle_new_blocks().
  */
 static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 			 struct folio **out)
@@ -312,7 +402,7 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 			return 0;
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		ret = zfs_add_block(inode, index, vma, out);
+		ret = zfs_add_folio(inode, index, vma, out);
 		if (!ret && !vma)
 			folio_set_checked(*out);	/* see zfs_settle_new_blocks() */
 		if (ret != -EEXIST)
@@ -618,7 +708,8 @@ out:
 	return ret;
 }
 
-/* Allocate every block of [offset, offset + len); on failure no block this
+/* Allocate every block of [offset, offset + len) (every page, where a
+ * range falls back to 4 KiB pages); on failure nothing this
  * call added stays past EOF (what lies inside EOF is simply allocated
  * early, and what was reserved before stays). Caller holds inode_lock. */
 static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len)
@@ -631,11 +722,12 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 	ret = inode_newsize_ok(inode, end);
 	if (ret)
 		return ret;
-	for (pos = offset; pos < end; pos += ZP_BLOCK_SIZE) {
+	for (pos = offset; pos < end; ) {
 		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, &folio);
 		if (ret)
 			break;
 		added |= folio_test_checked(folio);
+		pos = (loff_t)folio_next_index(folio) << PAGE_SHIFT;	/* a block, or a page */
 		folio_unlock(folio);
 		folio_put(folio);
 		cond_resched();
@@ -700,8 +792,9 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 
 /*
  * A fault that cannot be served is SIGBUS, whatever the cause:
- *  - -ENOMEM too (no block: the pool and the page allocator are out, or
- *    the memcg is at its limit). VM_FAULT_OOM would leave it to an OOM
+ *  - -ENOMEM too (not even a 4 KiB page: the host is out of memory, or
+ *    the memcg is at its limit; a missing block alone falls back to
+ *    pages). VM_FAULT_OOM would leave it to an OOM
  *    kill that never comes for a __GFP_RETRY_MAYFAIL allocation or
  *    charge, and the core would retry the fault without end. Said once in
  *    a while on the kernel log, since the allocations are __GFP_NOWARN.
@@ -714,7 +807,7 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 static vm_fault_t fault_error(int err)
 {
 	if (err == -ENOMEM)
-		pr_warn_ratelimited("%s[%d]: no memory for a block (pool, page allocator or memcg limit): SIGBUS\n",
+		pr_warn_ratelimited("%s[%d]: no memory for a page (host out of memory, or the memcg at its limit): SIGBUS\n",
 				    current->comm, task_pid_nr(current));
 	return VM_FAULT_SIGBUS;
 }
@@ -809,8 +902,9 @@ static vm_fault_t zfs_huge_fault(struct vm_fault *vmf, zp_fault_size_t size)
 	/* Another thread gave the PMD an entry while this one slept: the
 	 * generic path takes it from here. filemap_map_pages() would map
 	 * PTEs into that table on a write fault all writable and dirty, as
-	 * only a read fault's fault-around should. */
-	if (!pmd_none(READ_ONCE(*vmf->pmd))) {
+	 * only a read fault's fault-around should. The same for a range in
+	 * 4 KiB pages (zfs_add_page()): PTEs, by the generic path. */
+	if (!pmd_none(READ_ONCE(*vmf->pmd)) || folio_nr_pages(folio) != ZP_BLOCK_PAGES) {
 		folio_put(folio);
 		return VM_FAULT_FALLBACK;
 	}
@@ -833,15 +927,18 @@ static const struct vm_operations_struct zfs_vm_ops = {
  * file's pages, so these are the pages the user sees there. Only whole
  * 2 MiB folios that start at the file offset asked for are taken, so the
  * walk advances by exactly the pages fn records; it stops at EOF, the
- * vma's end, a folio of any other size (which zeropinfs never keeps, see
- * the top of this file; GUP then takes the rest page by page), a folio
- * with a page memory failure marked poisoned (-EHWPOISON, what GUP gives
- * for it), or fn's error. fn(arg, folio) gets each folio with a reference of its own.
- * Caller holds the mmap lock (read). zp_zfs_vma_pinnable() says
+ * vma's end, a block's range held in 4 KiB pages (zfs_add_page(); when
+ * it is the first, *head is set to its pages, which the caller pins by
+ * GUP before it asks again past them), a folio of any other size or
+ * place (a defence: GUP then takes the rest page by page), a folio with
+ * a page memory failure marked poisoned (-EHWPOISON, what GUP gives for
+ * it), or fn's error. fn(arg, folio) gets each folio with a reference of
+ * its own. Caller holds the mmap lock (read). zp_zfs_vma_pinnable() says
  * beforehand whether vma qualifies at addr. Returns the pages covered; 0
  * when vma is not a shared zeropinfs mapping with the needed access or
- * nothing could be taken (past EOF, mount full, a hole: the caller's GUP
- * fallback then fails the way type1 would); -ENOMEM, -EINTR or fn's error.
+ * nothing could be taken (past EOF, mount full, a hole, 4 KiB pages: the
+ * caller's GUP fallback then pins them, or fails the way type1 would);
+ * -ENOMEM, -EINTR or fn's error.
  */
 static bool zfs_vma_shared(struct vm_area_struct *vma, bool write)
 {
@@ -876,7 +973,8 @@ unsigned long zp_zfs_pages_to_block(struct vm_area_struct *vma, unsigned long ad
 
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		       unsigned long nr, bool write,
-		       int (*fn)(void *arg, struct folio *folio), void *arg)
+		       int (*fn)(void *arg, struct folio *folio), void *arg,
+		       unsigned long *head)
 {
 	pgoff_t index = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
 	unsigned long done = 0, max;
@@ -885,6 +983,7 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 	struct folio *folio;
 	int ret = 0;
 
+	*head = 0;
 	if (!zp_zfs_vma_pinnable(vma, addr, write))
 		return 0;
 	inode = file_inode(vma->vm_file);
@@ -898,6 +997,10 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 			break;
 		folio_unlock(folio);
 		if (folio->index != index + done || folio_nr_pages(folio) != ZP_BLOCK_PAGES) {
+			/* a range in 4 KiB pages (zfs_add_page()) right here: the
+			 * caller pins it by GUP, then asks again past it */
+			if (!done && folio_nr_pages(folio) < ZP_BLOCK_PAGES)
+				*head = ZP_BLOCK_PAGES;
 			folio_put(folio);
 			break;
 		}
@@ -942,14 +1045,13 @@ static const struct file_operations zfs_file_fops = {
 static int zfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 {
 	struct zfs_sb_info *sbi = ZFS_SB(dentry->d_sb);
-	unsigned long used = atomic_long_read(&sbi->used_blocks);
+	unsigned long used = atomic_long_read(&sbi->used_pages);
 
 	buf->f_type = ZEROPINFS_MAGIC;
 	buf->f_bsize = PAGE_SIZE;
 	buf->f_namelen = NAME_MAX;
-	buf->f_blocks = sbi->max_blocks * ZP_BLOCK_PAGES;
-	buf->f_bfree = buf->f_bavail = (sbi->max_blocks - min(used, sbi->max_blocks)) *
-				       ZP_BLOCK_PAGES;
+	buf->f_blocks = sbi->max_pages;
+	buf->f_bfree = buf->f_bavail = sbi->max_pages - min(used, sbi->max_pages);
 	return 0;
 }
 
@@ -958,7 +1060,7 @@ static int zfs_show_options(struct seq_file *m, struct dentry *root)
 	struct zfs_sb_info *sbi = ZFS_SB(root->d_sb);
 	struct inode *inode = d_inode(root);
 
-	seq_printf(m, ",size=%luk", sbi->max_blocks * (ZP_BLOCK_SIZE >> 10));
+	seq_printf(m, ",size=%luk", sbi->max_pages * (PAGE_SIZE >> 10));
 	seq_printf(m, ",mode=%o", inode->i_mode & 07777);
 	if (!uid_eq(inode->i_uid, GLOBAL_ROOT_UID))
 		seq_printf(m, ",uid=%u", from_kuid_munged(&init_user_ns, inode->i_uid));
@@ -1029,9 +1131,15 @@ static int zfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	return -EINVAL;
 }
 
-static unsigned long default_blocks(void)
+static unsigned long default_pages(void)
 {
-	return (totalram_pages() / ZFS_DEFAULT_SHARE) / ZP_BLOCK_PAGES;
+	return round_down(totalram_pages() / ZFS_DEFAULT_SHARE, ZP_BLOCK_PAGES);
+}
+
+/* size= in pages: a whole number of blocks. */
+static unsigned long size_pages(unsigned long long size)
+{
+	return (size / ZP_BLOCK_SIZE) * ZP_BLOCK_PAGES;
 }
 
 static int zfs_fill_super(struct super_block *sb, struct fs_context *fc)
@@ -1043,7 +1151,7 @@ static int zfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
-	sbi->max_blocks = ctx->size ? ctx->size / ZP_BLOCK_SIZE : default_blocks();
+	sbi->max_pages = ctx->size ? size_pages(ctx->size) : default_pages();
 	sb->s_fs_info = sbi;
 	/* whole blocks: no block's end, nor round_up(i_size), wraps */
 	sb->s_maxbytes = round_down(MAX_LFS_FILESIZE, ZP_BLOCK_SIZE);
@@ -1074,9 +1182,9 @@ static int zfs_reconfigure(struct fs_context *fc)
 
 	if (!ctx->size)
 		return 0;
-	if (ctx->size / ZP_BLOCK_SIZE < atomic_long_read(&sbi->used_blocks))
+	if (size_pages(ctx->size) < atomic_long_read(&sbi->used_pages))
 		return invalfc(fc, "size: smaller than what the files already use");
-	sbi->max_blocks = ctx->size / ZP_BLOCK_SIZE;
+	sbi->max_pages = size_pages(ctx->size);
 	return 0;
 }
 
@@ -1111,7 +1219,7 @@ static void zfs_kill_sb(struct super_block *sb)
 	struct zfs_sb_info *sbi = ZFS_SB(sb);
 
 	kill_litter_super(sb);
-	WARN_ON(sbi && atomic_long_read(&sbi->used_blocks));
+	WARN_ON(sbi && atomic_long_read(&sbi->used_pages));
 	kfree(sbi);
 }
 

@@ -12,7 +12,10 @@
 #include <sys/mount.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#include <linux/io_uring.h>
 
 #include "pressure.h"
 #include "util.h"
@@ -26,6 +29,8 @@
 /* Physical 2 MiB blocks the fragmenter can tell apart: 2 TiB of RAM. */
 #define MAX_BLOCKS	(1ul << 20)
 #define TRACEFS		"/sys/kernel/tracing"
+/* Registered buffers per io_uring (IORING_MAX_REG_BUFFERS). */
+#define RING_BUFFERS	16384
 
 /* Free [p + from, p + to) pages of the fill, if any. */
 static void free_pages(char *p, size_t from, size_t to)
@@ -34,13 +39,28 @@ static void free_pages(char *p, size_t from, size_t to)
 		madvise(p + from * PAGE, (to - from) * PAGE, MADV_DONTNEED);
 }
 
+/* Note kept page p in f->kept; -ENOMEM when the list cannot grow. */
+static int note_kept(struct fragmented *f, void *p)
+{
+	void **more;
+
+	if (f->nkept % 1024 == 0) {
+		more = realloc(f->kept, (f->nkept + 1024) * sizeof(*more));
+		if (!more)
+			return -ENOMEM;
+		f->kept = more;
+	}
+	f->kept[f->nkept++] = p;
+	return 0;
+}
+
 /*
  * Keep the first page of the fill found in each physical 2 MiB block and
  * free the others, in runs of virtual pages: every block the fill touched
- * then has one page in use. The page frames come from /proc/self/pagemap
- * (root). Returns pages kept, or -errno.
+ * then has one page in use, noted in f->kept. The page frames come from
+ * /proc/self/pagemap (root). Returns pages kept, or -errno.
  */
-static long keep_one_per_block(char *p, size_t pages)
+static long keep_one_per_block(struct fragmented *f, char *p, size_t pages)
 {
 	static unsigned char seen[MAX_BLOCKS / 8];
 	uint64_t ent[PAGEMAP_BATCH];
@@ -64,6 +84,10 @@ static long keep_one_per_block(char *p, size_t pages)
 			    (seen[block / 8] & (1 << (block % 8))))
 				continue;
 			seen[block / 8] |= 1 << (block % 8);
+			if (note_kept(f, p + (i + j) * PAGE)) {
+				close(fd);
+				return -ENOMEM;
+			}
 			free_pages(p, run, i + j);
 			run = i + j + 1;
 			kept++;
@@ -82,6 +106,7 @@ int __fragment_memory(struct fragmented *f, long leave_mib)
 	long free_kb = proc_file_kb("/proc/meminfo", "MemAvailable"), kept;
 	size_t off;
 
+	memset(f, 0, sizeof(*f));
 	if (free_kb < 0)
 		return free_kb;
 	if (free_kb / 1024 <= leave_mib)
@@ -92,25 +117,87 @@ int __fragment_memory(struct fragmented *f, long leave_mib)
 	if (f->addr == MAP_FAILED)
 		return -errno;
 	if (madvise(f->addr, f->size, MADV_NOHUGEPAGE)) {
-		munmap(f->addr, f->size);
-		return -errno;
+		kept = -errno;
+		fragment_release(f);
+		return kept;
 	}
 	for (off = 0; off < f->size; off += PAGE)
 		((volatile char *)f->addr)[off] = 1;
-	kept = keep_one_per_block(f->addr, f->size / PAGE);
+	kept = keep_one_per_block(f, f->addr, f->size / PAGE);
 	if (kept < 0) {
-		munmap(f->addr, f->size);
+		fragment_release(f);
 		return kept;
 	}
 	f->kept_kb = kept * PAGE / 1024;
 	return 0;
 }
 
+/* Pin n pages from kept[] as one ring's registered buffers; the ring's fd
+ * or -errno. */
+static int pin_ring(void *const kept[], long n)
+{
+	struct io_uring_params params = { 0 };
+	struct iovec *iov = calloc(n, sizeof(*iov));
+	int fd, ret = 0;
+	long i;
+
+	if (!iov)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = kept[i];
+		iov[i].iov_len = PAGE;
+	}
+	fd = syscall(__NR_io_uring_setup, 1, &params);
+	if (fd < 0)
+		ret = -errno;
+	else if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS, iov, n))
+		ret = -errno;
+	free(iov);
+	if (ret && fd >= 0)
+		close(fd);
+	return ret ? ret : fd;
+}
+
+/* Unpin before closing: the unregister waits for the pins to go, a close
+ * would leave that to a worker, after the caller had moved on. */
+static void unpin_rings(struct fragmented *f)
+{
+	while (f->nrings > 0) {
+		int fd = f->rings[--f->nrings];
+
+		syscall(__NR_io_uring_register, fd, IORING_UNREGISTER_BUFFERS, NULL, 0);
+		close(fd);
+	}
+}
+
+int __fragment_pin(struct fragmented *f)
+{
+	long done, n;
+	int fd;
+
+	if (f->nkept > (long)FRAG_MAX_RINGS * RING_BUFFERS)
+		return -E2BIG;
+	for (done = 0; done < f->nkept; done += n) {
+		n = f->nkept - done < RING_BUFFERS ? f->nkept - done : RING_BUFFERS;
+		fd = pin_ring(f->kept + done, n);
+		if (fd < 0) {
+			unpin_rings(f);
+			return fd;
+		}
+		f->rings[f->nrings++] = fd;
+	}
+	return 0;
+}
+
 void fragment_release(struct fragmented *f)
 {
+	unpin_rings(f);
 	if (f->addr && f->addr != MAP_FAILED)
 		munmap(f->addr, f->size);
 	f->addr = NULL;
+	free(f->kept);
+	f->kept = NULL;
+	f->nkept = 0;
 }
 
 /* tracefs/path := s (util.h's __write_file()). */

@@ -8,11 +8,20 @@
 #define PRESSURE_H
 #include <stddef.h>
 
+/* io_uring rings the pinned fragmenter may use, each holding up to
+ * 16384 pages (the kernel's limit of registered buffers per ring): one
+ * page per 2 MiB of up to 256 GiB. */
+#define FRAG_MAX_RINGS	8
+
 /* Free memory cut into pieces smaller than a 2 MiB block. */
 struct fragmented {
 	void *addr;		/* 4 KiB anonymous pages, one kept per 2 MiB block */
 	size_t size;		/* the mapping's length */
 	long kept_kb;		/* memory the kept pages hold */
+	void **kept;		/* the kept pages' addresses */
+	long nkept;		/* ... how many */
+	int rings[FRAG_MAX_RINGS]; /* io_uring fds holding them pinned */
+	int nrings;		/* ... how many */
 };
 
 /* Fill available memory (MemAvailable) down to leave_mib with 4 KiB
@@ -23,7 +32,12 @@ struct fragmented {
  * only after compaction migrates a kept page. 0, or -errno (nothing held
  * then). */
 int __fragment_memory(struct fragmented *f, long leave_mib);
-/* Give the pages back. */
+/* Pin the kept pages long-term (io_uring registered buffers, FOLL_LONGTERM
+ * as VFIO pins): compaction can then never free their blocks, as on a
+ * long-running host whose unmovable allocations are scattered. 0, or
+ * -errno (-ENOSYS: no io_uring; nothing pinned then). */
+int __fragment_pin(struct fragmented *f);
+/* Unpin (if pinned) and give the pages back. */
 void fragment_release(struct fragmented *f);
 
 /* Trace events (tracefs "system/event") enabled, the buffer emptied, for

@@ -354,6 +354,28 @@ uint64_t pfn_of(const void *addr)
 	return (entry & (1ull << 63)) ? entry & ((1ull << 55) - 1) : 0;
 }
 
+/* /proc/kpageflags bits: the head and the tail pages of a compound page. */
+#define KPF_COMPOUND_HEAD	15
+#define KPF_COMPOUND_TAIL	16
+
+int page_in_block(const void *addr)
+{
+	uint64_t pfn = pfn_of(addr), flags = 0;
+	int fd;
+
+	if (!pfn)
+		return -ENOENT;
+	fd = open("/proc/kpageflags", O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &flags, 8, pfn * 8) != 8)
+		flags = ~0ull;
+	close(fd);
+	if (flags == ~0ull)
+		return -EIO;
+	return !!(flags & (1ull << KPF_COMPOUND_HEAD | 1ull << KPF_COMPOUND_TAIL));
+}
+
 int init_on_alloc(void)
 {
 	char cmdline[4096] = "";

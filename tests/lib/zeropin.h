@@ -72,6 +72,10 @@ unsigned long proc_vma_start(int pid, const char *name);
 /* Physical frame of the page at addr, 0 when not present (root reads PFNs
  * from /proc/self/pagemap). */
 uint64_t pfn_of(const void *addr);
+/* 1 when the page mapped at addr is part of a large folio (a zeropinfs
+ * block), 0 when it is a page of its own (the fallback of a fragmented
+ * host), -ENOENT when nothing is mapped there (root: /proc/kpageflags). */
+int page_in_block(const void *addr);
 
 /* 0 when the guest kernel was booted with init_on_alloc=0, else 1 (the
  * Debian default: the page allocator clears every page it hands out). */

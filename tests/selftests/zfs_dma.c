@@ -8,15 +8,22 @@
  * cache without faulting anything in).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+#include <linux/falloc.h>
 #include <linux/vfio.h>
 
 #include "kselftest_harness.h"
+#include "bounded.h"
+#include "kmsg.h"
+#include "pressure.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
@@ -185,6 +192,185 @@ TEST_F(zfs_dma, truncated_while_pinned_is_not_reused)
 	munmap(q, AFTER_SIZE);
 	close(fd2);
 	close(fd);
+}
+
+/*
+ * A fragmented host: every 2 MiB of free memory holds a page pinned
+ * long-term (io_uring, as VFIO pins), so neither the page allocator nor
+ * compaction can make a block, and the pool is empty. A VM's guest RAM
+ * still works: its first half written by the CPU before the map (the
+ * firmware, a loaded kernel: write faults), its second half mapped for
+ * DMA never touched (the VFIO pin creates it). Blocks go while the few
+ * whole ones last, then 4 KiB pages, counted as the fallback; no SIGBUS,
+ * the data and the device's view are right, and fallocate, punching and
+ * the mount's accounting work page by page. Nothing is left once the
+ * file goes.
+ */
+#define FRAG_VM_SIZE	(1ul << 30)	/* a small VM: most of it past the
+					 * whole blocks the fragmenter leaves */
+#define FRAG_LEAVE_MIB	256	/* see zfs_pool's fragmented fixture */
+#define FRAG_CALL_MS	300000	/* faulting or reading the VM's RAM in TCG */
+#define FRAG_FALLOC	(64ul << 20)
+#define FRAG_CHECKS	8	/* 2 MiB ranges the device checks */
+
+FIXTURE(fragmented_host) {
+	struct edu edu;
+	int container;
+	struct fragmented frag;
+};
+
+FIXTURE_VARIANT(fragmented_host) {
+	enum vfio_driver driver;
+};
+
+FIXTURE_VARIANT_ADD(fragmented_host, type1) { .driver = DRIVER_TYPE1 };
+FIXTURE_VARIANT_ADD(fragmented_host, zeropin) { .driver = DRIVER_ZEROPIN };
+
+FIXTURE_SETUP(fragmented_host)
+{
+	int ret;
+
+	zeropin_reset();
+	zeropin_load("pool_mib=0");
+	vfio_driver_use(variant->driver);
+	zfs_mount(ZFS_MNT, "size=2G");
+	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
+	ret = __fragment_memory(&self->frag, FRAG_LEAVE_MIB);
+	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory: %s", strerror(-ret));
+	ret = __fragment_pin(&self->frag);
+	if (ret == -ENOSYS)
+		SKIP(return, "no io_uring in this kernel to pin the fragmenter's pages");
+	ASSERT_EQ(0, ret) TH_LOG("pinning the fragmenter's pages: %s", strerror(-ret));
+}
+
+FIXTURE_TEARDOWN(fragmented_host)
+{
+	fragment_release(&self->frag);
+	edu_close(&self->edu);
+	close(self->container);
+	zeropin_reset();
+}
+
+struct vm_ram {
+	uint64_t *p;		/* the mapping, as 64-bit words */
+	size_t size;		/* bytes */
+};
+
+/* Store a page's index in its first and last words: a write fault on
+ * every page. In a bounded call: a SIGBUS comes back as a result. */
+static int ram_write_tags(void *arg)
+{
+	struct vm_ram *r = arg;
+	size_t n, words = 4096 / 8;
+
+	for (n = 0; n < r->size / 4096; n++) {
+		r->p[n * words] = n;
+		r->p[n * words + words - 1] = ~n;
+	}
+	return 0;
+}
+
+static int ram_check_tags(void *arg)
+{
+	struct vm_ram *r = arg;
+	size_t n, words = 4096 / 8;
+
+	for (n = 0; n < r->size / 4096; n++)
+		if (r->p[n * words] != n || r->p[n * words + words - 1] != ~n)
+			return -EIO;
+	return 0;
+}
+
+static int ram_check_zero(void *arg)
+{
+	struct vm_ram *r = arg;
+	size_t i;
+
+	for (i = 0; i < r->size / 8; i++)
+		if (r->p[i])
+			return -EIO;
+	return 0;
+}
+
+static int ram_call(int (*fn)(void *), void *p, size_t size)
+{
+	struct vm_ram r = { .p = p, .size = size };
+
+	return bounded_call(fn, &r, FRAG_CALL_MS);
+}
+
+TEST_F_TIMEOUT(fragmented_host, vm_ram_falls_back_to_pages, 1200)
+{
+	static const char *const sigbus[] = { "SIGBUS", "BUG", "WARNING" };
+	size_t half = FRAG_VM_SIZE / 2, off, in_pages = 0;
+	long fb0 = pool_counter("fallback_total"), pinned0 = iommu_counter("pages_pinned");
+	long gup0 = iommu_counter("gup_calls"), fb_touched, fb_all;
+	int mark = kmsg_mark(), fd, fd2, i, kind;
+	struct statvfs before, after;
+	struct stat st;
+	char *p, *q;
+
+	ASSERT_LE(0, fb0);
+	fd = zfs_create(ZFS_MNT "/ram", FRAG_VM_SIZE);
+	p = map_file(fd, FRAG_VM_SIZE, MAP_SHARED);
+	ASSERT_EQ(0, ram_call(ram_write_tags, p, half));
+	fb_touched = pool_counter("fallback_total") - fb0;
+	vfio_map(self->container, p, IOVA_BASE, FRAG_VM_SIZE);
+	fb_all = pool_counter("fallback_total") - fb0;
+	TH_LOG("fragmented (%ld MiB pinned in %ld MiB), pool empty: of %lu MiB of guest RAM, %ld MiB in 4 KiB pages (%ld MiB of the half written first); %ld MiB FilePmdMapped",
+	       self->frag.kept_kb / 1024, (long)(self->frag.size >> 20), FRAG_VM_SIZE >> 20,
+	       fb_all >> 8, fb_touched >> 8, smaps_kb(p, "FilePmdMapped") / 1024);
+	/* the whole blocks ran out in the first half: both paths fell back */
+	EXPECT_LT(0, fb_touched);
+	EXPECT_LT(fb_touched, fb_all);
+	EXPECT_EQ(fb_all, pool_counter("fallback_pages"));
+	EXPECT_GT(half / 1024, smaps_kb(p, "FilePmdMapped"));
+	if (variant->driver == DRIVER_ZEROPIN) {
+		EXPECT_EQ(pinned0 + FRAG_VM_SIZE / 4096, iommu_counter("pages_pinned"));
+		EXPECT_LT(gup0, iommu_counter("gup_calls"));	/* the pages went by GUP */
+	}
+	EXPECT_EQ(0, ram_call(ram_check_tags, p, half));
+	EXPECT_EQ(0, ram_call(ram_check_zero, p + half, half));
+	/* the device sees what the CPU sees, in blocks and in pages */
+	for (i = 0; i < FRAG_CHECKS; i++) {
+		off = (FRAG_VM_SIZE / FRAG_CHECKS) * i + SZ_2M * (i % 3);
+		edu_verify(&self->edu, p + off, IOVA_BASE + off, SZ_2M);
+		kind = page_in_block(p + off);
+		ASSERT_LE(0, kind);
+		in_pages += !kind;
+	}
+	EXPECT_LT(0, in_pages);
+	vfio_unmap(self->container, IOVA_BASE, FRAG_VM_SIZE);
+
+	/* fallocate, punching and statfs (in 4 KiB units), page by page */
+	fb0 = pool_counter("fallback_pages");
+	ASSERT_EQ(0, statvfs(ZFS_MNT, &before));
+	fd2 = zfs_create(ZFS_MNT "/falloc", 0);
+	ASSERT_EQ(0, fallocate(fd2, 0, 0, FRAG_FALLOC));
+	ASSERT_EQ(0, fstat(fd2, &st));
+	EXPECT_EQ(FRAG_FALLOC, st.st_size);
+	ASSERT_EQ(0, statvfs(ZFS_MNT, &after));
+	EXPECT_EQ(before.f_bfree - FRAG_FALLOC / 4096, after.f_bfree);
+	/* in pages where no block was left (f_bfree counted each one) */
+	TH_LOG("fallocate of %lu MiB: %ld MiB in 4 KiB pages", FRAG_FALLOC >> 20,
+	       (pool_counter("fallback_pages") - fb0) >> 8);
+	EXPECT_LT(fb0, pool_counter("fallback_pages"));
+	q = map_file(fd2, FRAG_FALLOC, MAP_SHARED);
+	EXPECT_EQ(0, ram_call(ram_check_zero, q, FRAG_FALLOC));
+	munmap(q, FRAG_FALLOC);
+	ASSERT_EQ(0, fallocate(fd2, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, SZ_2M, SZ_2M));
+	ASSERT_EQ(0, statvfs(ZFS_MNT, &after));
+	EXPECT_EQ(before.f_bfree - (FRAG_FALLOC - SZ_2M) / 4096, after.f_bfree);
+	close(fd2);
+	unlink(ZFS_MNT "/falloc");
+
+	munmap(p, FRAG_VM_SIZE);
+	close(fd);
+	unlink(ZFS_MNT "/ram");
+	EXPECT_EQ(0, pool_counter("fallback_pages"));	/* nothing left behind */
+	EXPECT_EQ(0, pool_read("inuse_mib"));
+	EXPECT_EQ(0, kmsg_count_since(mark, sigbus, 3));
+	close(mark);
 }
 
 TEST_HARNESS_MAIN

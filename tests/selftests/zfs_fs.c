@@ -458,11 +458,14 @@ static int limited_writes(void *arg)
 	if (enter_limited())
 		return -EPERM;
 	memset(chunk, 0x5a, sizeof(chunk));
-	for (off = 0; off < MEMCG_FILE; off += sizeof(chunk)) {
+	for (off = 0; off < MEMCG_FILE; ) {
 		ssize_t n = pwrite(fd, chunk, sizeof(chunk), off);
 
-		if (n != sizeof(chunk))
-			return n < 0 ? -errno : -EIO;	/* ENOMEM past the limit */
+		/* ENOMEM past the limit; a write the limit cut short (4 KiB
+		 * pages: a block no longer fits) comes back short first */
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		off += n;
 	}
 	return -E2BIG;
 }
@@ -479,8 +482,9 @@ static int enter_limited(void)
 }
 
 /* A VMM in a memcg whose limit is below its guest RAM hits the limit
- * cleanly: a store faulting a block in past it gets SIGBUS, write() gets
- * ENOMEM; the memcg's OOM killer never runs, nor the host's (guest RAM on
+ * cleanly: near it, 4 KiB pages are charged where a block no longer fits
+ * (the fallback of a fragmented host); past it a store gets SIGBUS,
+ * write() ENOMEM; the memcg's OOM killer never runs, nor the host's (guest RAM on
  * zeropinfs is never reclaimable: an OOM kill would be the only way out,
  * and a fault that reports OOM without one would retry forever). */
 TEST_F(zfs, memcg_limit_gives_sigbus_and_enomem_not_oom)
