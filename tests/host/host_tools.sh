@@ -192,6 +192,27 @@ test_domxml_validates() {
 	fi
 }
 
+# Every XML special character and a quote, in a name (text) and a disk
+# path (an attribute): the XML is valid and the values come back exactly.
+# Bash 5.2's patsub_replacement once turned < into <lt; and ' into 'apos;.
+test_domxml_escapes() {
+	local name="bob's <vm> & \"x\"" disk="/img/bob's & <1>.qcow2" got_name got_disk bad=""
+	"$DOMXML" --name "$name" --type qemu --disk "$disk" >"$TMP/esc.xml"
+	xmllint --noout "$TMP/esc.xml" 2>/dev/null || bad="$bad not-well-formed"
+	got_name=$(xmllint --xpath 'string(/domain/name)' "$TMP/esc.xml" 2>/dev/null) || true
+	got_disk=$(xmllint --xpath 'string(/domain/devices/disk/source/@file)' "$TMP/esc.xml" 2>/dev/null) || true
+	[ "$got_name" = "$name" ] || bad="$bad name=[$got_name]"
+	[ "$got_disk" = "$disk" ] || bad="$bad disk=[$got_disk]"
+	if command -v virt-xml-validate >/dev/null; then
+		virt-xml-validate "$TMP/esc.xml" domain >/dev/null 2>&1 || bad="$bad schema"
+	fi
+	if [ -z "$bad" ]; then
+		ok "domxml: & < > ' \" in a name and a disk path are escaped and come back exactly"
+	else
+		not_ok "domxml: special characters escaped" "$bad"
+	fi
+}
+
 test_usage_errors() {
 	local bad=""
 	"$DOMXML" --memory-mib 1 >/dev/null 2>&1 && bad="$bad domxml-without-name"
@@ -277,6 +298,7 @@ main() {
 	test_bad_config
 	test_release_finds_leftover_ram
 	test_domxml_validates
+	test_domxml_escapes
 	test_usage_errors
 	test_timeline_reads_last_start
 	test_install_tools
