@@ -147,6 +147,28 @@ static inline bool zp_vma_suits_pmd(struct vm_area_struct *vma, unsigned long ad
  * that would repeat forever. On 6.1 the handler declines outright --- */
 #define ZP_HUGE_FAULT_MAPS	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0))
 
+/* --- keeping compaction away from a file's folios ---
+ * zeropinfs folios never move (dirty, no ->migrate_folio, an extra
+ * reference), but sync compaction still isolates a 4 KiB page of an
+ * unevictable mapping, unmaps it everywhere (TLB shootdowns, the KVM
+ * mapping zapped through the MMU notifier), fails to move it and maps it
+ * back, pass after pass. 6.11 added AS_INACCESSIBLE (guest_memfd's):
+ * compaction skips such a mapping's folios before isolating them. In
+ * 6.12 the flag is read in three places only: that skip, the migration
+ * of a folio (-EOPNOTSUPP, where ours fails anyway) and the zeroing of a
+ * folio a truncation cuts through (zeropinfs cuts whole folios only).
+ * Before 6.11 nothing says so; the host's vm.compact_unevictable_allowed
+ * = 0 does (README). Blocks are compound pages, which compaction skips
+ * anyway. --- */
+static inline void zp_mapping_set_unmovable(struct address_space *mapping)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	mapping_set_inaccessible(mapping);
+#else
+	mapping_set_unevictable(mapping);
+#endif
+}
+
 /* --- memory policies: weighted interleave since 6.9 --- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
 #define ZP_MPOL_IS_INTERLEAVE(mode) \

@@ -728,7 +728,8 @@ static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long
 		if (head)
 			npages = min(npages, head);
 	}
-	if (!n)
+	/* no whole folio where the file path handed a head over */
+	if (!n && !head)
 		n = zp_pin_folio(w->p, addr, npages, w->gup_flags, &w->gup_calls);
 	if (!n)
 		n = zp_pin_batch(w, addr, zp_batch_len(addr, npages), npages);

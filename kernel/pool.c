@@ -99,6 +99,13 @@
  * starts again from the first. */
 #define POOL_ALLOC_BACKOFF	(1 * HZ)
 #define POOL_ALLOC_BACKOFF_MAX	(64 * HZ)
+/* After a fault's own block allocation failed, the node's faults take
+ * blocks only from the pool for this long (zeropinfs then gives 4 KiB
+ * pages): each try costs a round of direct compaction and reclaim and
+ * wakes kswapd for a 2 MiB order, and a VM start on a fragmented host
+ * would pay that for every 2 MiB of its RAM. One try a second still
+ * notices when blocks can be had again. */
+#define POOL_SYNC_BACKOFF	(1 * HZ)
 /* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
 #define POOL_RESERVE_SHIFT	4
 /* 1 GiB worth of 2 MiB blocks: a run the IOMMU can map with one entry. */
@@ -179,6 +186,8 @@ struct node_pool {
 	unsigned long alloc_backoff;	/* jiffies the next failed refill waits
 					 * (0: POOL_ALLOC_BACKOFF) */
 	unsigned long last_get;		/* jiffies of the last hand-out */
+	unsigned long sync_backoff_until; /* jiffies: faults allocate no block
+					 * before this (POOL_SYNC_BACKOFF) */
 	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
@@ -190,6 +199,7 @@ struct pool_counters {
 	atomic_long_t zeroed_alloc;	/* refill blocks the page allocator zeroed */
 	atomic_long_t zeroed_sync;	/* blocks zeroed on a fault's path */
 	atomic_long_t alloc_sync;	/* blocks allocated on a fault's path */
+	atomic_long_t alloc_sync_failed; /* ... that failed (and the node backed off) */
 	atomic_long_t handed_out;	/* blocks given to files */
 	atomic_long_t handed_zero;	/* ... of which came from the zero list */
 	atomic_long_t returned;		/* blocks files let go of */
@@ -630,6 +640,26 @@ static struct folio *node_take(struct node_pool *np, bool *zero)
 	return folio;
 }
 
+/* A fresh block for a fault, unless the node's last try failed less than
+ * POOL_SYNC_BACKOFF ago. No lock: the deadline is a hint (a racing
+ * fault may try once more). */
+static struct folio *alloc_sync(struct node_pool *np, gfp_t gfp)
+{
+	struct folio *folio;
+
+	if (np && time_before(jiffies, READ_ONCE(np->sync_backoff_until)))
+		return NULL;
+	folio = zp_folio_alloc_node(gfp, ZP_BLOCK_ORDER, np ? np->nid : numa_mem_id());
+	if (folio) {
+		atomic_long_inc(&counters.alloc_sync);
+		return folio;
+	}
+	atomic_long_inc(&counters.alloc_sync_failed);
+	if (np)
+		WRITE_ONCE(np->sync_backoff_until, jiffies + POOL_SYNC_BACKOFF);
+	return NULL;
+}
+
 /* A block from the node's lists, else from the page allocator (*fresh);
  * NULL when neither has one. Poisoned blocks are set aside on the way:
  * fresh ones checked page by page, the pool's own (checked page by page
@@ -642,11 +672,9 @@ static struct folio *pool_take(struct node_pool *np, gfp_t gfp, bool *zero, bool
 		folio = np ? node_take(np, zero) : NULL;
 		*fresh = !folio;
 		if (!folio) {
-			folio = zp_folio_alloc_node(gfp, ZP_BLOCK_ORDER,
-						    np ? np->nid : numa_mem_id());
+			folio = alloc_sync(np, gfp);
 			if (!folio)
 				return NULL;
-			atomic_long_inc(&counters.alloc_sync);
 		}
 	} while (set_aside(folio, *fresh || !zp_poison_watched() ? block_poisoned(folio) :
 						     block_poisoned_quick(folio)));
@@ -1047,6 +1075,7 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(zeroed_alloc);
 	SHOW(zeroed_sync);
 	SHOW(alloc_sync);
+	SHOW(alloc_sync_failed);
 	SHOW(handed_out);
 	SHOW(handed_zero);
 	SHOW(returned);

@@ -18,8 +18,10 @@ void zp_pool_exit(void);
 
 /*
  * A zeroed 2 MiB folio for a file, preferably from node nid's zero list,
- * else zeroed on the spot (counted). gfp: how hard a synchronous allocation
- * may try. Returns NULL when no memory could be had. May sleep.
+ * else allocated and zeroed on the spot (counted). gfp: how hard that
+ * allocation may try; after one failed, the node allocates none for a
+ * second (POOL_SYNC_BACKOFF). Returns NULL when no block could be had.
+ * May sleep.
  */
 struct folio *zp_pool_get(int nid, gfp_t gfp);
 
@@ -32,7 +34,7 @@ struct folio *zp_pool_get(int nid, gfp_t gfp);
 struct folio *zp_pool_get_page(int nid);
 
 /* A folio from zp_pool_get() or zp_pool_get_page() that never became
- * visible: back, still zero. */
+ * visible: a block back to the pool, still zero; a page freed. */
 void zp_pool_put_unused(struct folio *folio);
 
 /* A file let go of a folio it got from the pool (page cache removal):

@@ -19,7 +19,7 @@
  *
  * Every block stays a whole 2 MiB folio for as long as it is in the page
  * cache, whatever the rest of the mm tries, and stays there until the
- * file lets go of it: zfs_add_block() files it dirty (RAM, the only copy:
+ * file lets go of it: zfs_file_folio() files it dirty (RAM, the only copy:
  * reclaim, drop_caches and memory failure's eviction leave dirty folios
  * alone) and holds one extra reference on it, dropped in zfs_free_folio().
  * split_huge_page() insists that the reference count be exactly mappings
@@ -374,11 +374,20 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 	if (zfs_range_has_folio(inode->i_mapping, index))
 		return zfs_add_page(inode, index, vma, out);
 	ret = zfs_add_block(inode, index, vma, out);
+	/* full, but another task filed the range meanwhile (its charge
+	 * made ours fail): the caller looks again */
+	if (ret == -ENOSPC && zfs_range_has_folio(inode->i_mapping, index))
+		return -EEXIST;
 	if (ret != -ENOMEM)
 		return ret;
-	pr_warn_ratelimited("inode %lu: no 2 MiB block for page %lu (memory fragmented, or the memcg at its limit): 4 KiB pages for that range\n",
-			    inode->i_ino, index);
-	return zfs_add_page(inode, index, vma, out);
+	/* compaction gives up on a dying task: no reason to fall back */
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	ret = zfs_add_page(inode, index, vma, out);
+	if (!ret)
+		pr_warn_ratelimited("inode %lu: no 2 MiB block for page %lu (memory fragmented, or the memcg near its limit): 4 KiB pages for that range\n",
+				    inode->i_ino, index);
+	return ret;
 }
 
 /*
@@ -386,7 +395,7 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
  * 4 KiB page where none can be had) if the file has none there yet.
  * Returns 0 with *out referenced and locked, or -ENOSPC (mount full),
  * -ENOMEM (not even a page), -EINTR (fatal signal), -EIO (no folio after
- * ZFS_ADD_TRIES). Caller holds inode_lock or invalidate_lock (shared),
+ * ZFS_ADD_TRIES: a defence). Caller holds inode_lock or invalidate_lock (shared),
  * which keeps truncation out. Without a vma (write, fallocate: inode_lock
  * held) a folio added here is marked new, and the caller ends with
  * zfs_settle_new_blocks().
@@ -408,13 +417,13 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 		if (ret != -EEXIST)
 			return ret;
 	}
-	pr_warn_ratelimited("inode %lu: no whole block at page %lu\n", inode->i_ino, index);
+	pr_warn_ratelimited("inode %lu: no folio could be added at page %lu\n", inode->i_ino, index);
 	return -EIO;
 }
 
 /*
  * The page cache let go of a folio (truncate, hole punch, the inode's
- * eviction): the reference zfs_add_block() held goes to the pool, which
+ * eviction): the reference zfs_file_folio() held goes to the pool, which
  * drops it (or keeps it for good when a page is poisoned). The page
  * cache's own references are dropped after this, so the folio is not
  * freed here.
@@ -443,6 +452,7 @@ static struct inode *zfs_get_inode(struct super_block *sb, const struct inode *d
 	inode->i_mapping->a_ops = &zfs_aops;
 	mapping_set_gfp_mask(inode->i_mapping, GFP_HIGHUSER);
 	mapping_set_unevictable(inode->i_mapping);
+	zp_mapping_set_unmovable(inode->i_mapping);	/* compaction: hands off */
 	mapping_set_large_folios(inode->i_mapping);
 	zp_inode_init_times(inode);
 	if (S_ISDIR(mode)) {
@@ -775,7 +785,7 @@ static long zfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len
  * Caller holds the mmap lock, or on 6.12 the vma's own lock (per-VMA lock
  * faults); either keeps the vma's memory policy stable.
  * Returns 0, -ERANGE past EOF, -ENOSPC (mount full), -ENOMEM, -EINTR
- * (fatal signal) or -EIO (a hole smaller than a block).
+ * (fatal signal) or -EIO (see ZFS_ADD_TRIES).
  */
 static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **out)
 {

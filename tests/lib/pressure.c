@@ -200,6 +200,18 @@ void fragment_release(struct fragmented *f)
 	f->nkept = 0;
 }
 
+long __compact_count_failures(void)
+{
+	long before = keyed_value("/proc/vmstat", "pgmigrate_fail");
+	int ret = __write_file("/proc/sys/vm/compact_memory", "1");
+
+	if (ret)
+		return ret;
+	if (before < 0)
+		return -ENOENT;
+	return keyed_value("/proc/vmstat", "pgmigrate_fail") - before;
+}
+
 /* tracefs/path := s (util.h's __write_file()). */
 static int trace_write(const char *path, const char *s)
 {

@@ -40,6 +40,11 @@ int __fragment_pin(struct fragmented *f);
 /* Unpin (if pinned) and give the pages back. */
 void fragment_release(struct fragmented *f);
 
+/* Compact all memory once (/proc/sys/vm/compact_memory, synchronous) and
+ * return how many page migrations failed meanwhile (/proc/vmstat
+ * pgmigrate_fail), or -errno. */
+long __compact_count_failures(void);
+
 /* Trace events (tracefs "system/event") enabled, the buffer emptied, for
  * trace_count() to count. 0 or -errno; -ENOENT when the kernel has no
  * tracefs or no such event. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,4 +125,28 @@ long free_memory_kb(void)
 			pages += n;
 	fclose(f);
 	return kb < 0 ? kb : kb + pages * 4;
+}
+
+long keyed_value(const char *path, const char *key)
+{
+	char name[64];
+	long v, found = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fscanf(f, "%63s %ld", name, &v) == 2)
+		if (!strcmp(name, key))
+			found = v;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
 }

@@ -31,6 +31,12 @@ long proc_status_kb(const char *field);
  * grows to tens of MiB right after a large free (a dead child's, say). */
 long free_memory_kb(void);
 
+/* One "name value" line of a cgroup or /proc file (memory.events,
+ * /proc/vmstat); -1 when absent. */
+long keyed_value(const char *path, const char *key);
+/* Whether the running kernel is at least major.minor. */
+bool kernel_at_least(int major, int minor);
+
 /* A file holding one number (a sysctl), or a negative errno. */
 long read_file_long(const char *path);
 /* Write s to a (sysfs, procfs) file in one write(); 0 or -errno. */

@@ -404,21 +404,6 @@ TEST_F(zfs, faults_charge_the_memcg)
 #define MEMCG_FILE	(128ul << 20)
 #define MEMCG_DIR	"/sys/fs/cgroup/zfs-limit"
 
-/* One "name value" line of a cgroup or /proc file; -1 when absent. */
-static long keyed_value(const char *path, const char *key)
-{
-	char name[64];
-	long v, found = -1;
-	FILE *f = fopen(path, "r");
-
-	while (f && fscanf(f, "%63s %ld", name, &v) == 2)
-		if (!strcmp(name, key))
-			found = v;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 static int write_str(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
