@@ -197,18 +197,21 @@ TEST_F(zfs_dma, truncated_while_pinned_is_not_reused)
 /*
  * A fragmented host: every 2 MiB of free memory holds a page pinned
  * long-term (io_uring, as VFIO pins), so neither the page allocator nor
- * compaction can make a block, and the pool is empty. A VM's guest RAM
- * still works: its first half written by the CPU before the map (the
- * firmware, a loaded kernel: write faults), its second half mapped for
- * DMA never touched (the VFIO pin creates it). Blocks go while the few
- * whole ones last, then 4 KiB pages, counted as the fallback; no SIGBUS,
- * the data and the device's view are right, and fallocate, punching and
- * the mount's accounting work page by page. Nothing is left once the
- * file goes.
+ * compaction can make a block, the whole blocks left are taken by another
+ * file, and the pool is empty. A VM's guest RAM still works: its first
+ * half written by the CPU before the map (the firmware, a loaded kernel:
+ * write faults), its second half mapped for DMA never touched (the VFIO
+ * pin creates it). It comes in 4 KiB pages, counted as the fallback (a
+ * block now and then, where one could be had after all); no SIGBUS, the
+ * data and the device's view are right, compaction leaves the pages
+ * alone, and fallocate, punching and the mount's accounting work page by
+ * page. Nothing is left once the file goes.
  */
-#define FRAG_VM_SIZE	(1ul << 30)	/* a small VM: most of it past the
-					 * whole blocks the fragmenter leaves */
+#define FRAG_VM_SIZE	(1ul << 30)	/* a small VM */
 #define FRAG_LEAVE_MIB	256	/* see zfs_pool's fragmented fixture */
+#define FRAG_FILLER_MAX	(2ul << 30)	/* whole blocks a fragmented lab may
+					 * still have (the debug kernel's
+					 * deferred frees left over 1 GiB) */
 #define FRAG_CALL_MS	300000	/* faulting or reading the VM's RAM in TCG */
 #define FRAG_FALLOC	(64ul << 20)
 #define FRAG_CHECKS	8	/* 2 MiB ranges the device checks */
@@ -217,6 +220,8 @@ FIXTURE(fragmented_host) {
 	struct edu edu;
 	int container;
 	struct fragmented frag;
+	int filler_fd;		/* the file holding the whole blocks left */
+	void *filler;		/* ... its mapping */
 };
 
 FIXTURE_VARIANT(fragmented_host) {
@@ -233,7 +238,11 @@ FIXTURE_SETUP(fragmented_host)
 	zeropin_reset();
 	zeropin_load("pool_mib=0");
 	vfio_driver_use(variant->driver);
-	zfs_mount(ZFS_MNT, "size=2G");
+	long fb0;
+	size_t off;
+
+	self->filler_fd = -1;
+	zfs_mount(ZFS_MNT, "size=4G");
 	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
 	ret = __fragment_memory(&self->frag, FRAG_LEAVE_MIB);
 	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory: %s", strerror(-ret));
@@ -241,10 +250,23 @@ FIXTURE_SETUP(fragmented_host)
 	if (ret == -ENOSYS)
 		SKIP(return, "no io_uring in this kernel to pin the fragmenter's pages");
 	ASSERT_EQ(0, ret) TH_LOG("pinning the fragmenter's pages: %s", strerror(-ret));
+	/* a file takes block after block until the first one cannot be had */
+	self->filler_fd = zfs_create(ZFS_MNT "/filler", FRAG_FILLER_MAX);
+	self->filler = map_file(self->filler_fd, FRAG_FILLER_MAX, MAP_SHARED);
+	fb0 = pool_counter("fallback_total");
+	for (off = 0; off < FRAG_FILLER_MAX && pool_counter("fallback_total") == fb0; off += SZ_2M)
+		((volatile char *)self->filler)[off] = 1;
+	ASSERT_NE(fb0, pool_counter("fallback_total"))
+		TH_LOG("still whole blocks after %zu MiB: the fragmenter did not fragment", off >> 20);
+	TH_LOG("whole blocks left after fragmenting: %zu MiB, now in another file", off >> 20);
 }
 
 FIXTURE_TEARDOWN(fragmented_host)
 {
+	if (self->filler_fd >= 0) {
+		munmap(self->filler, FRAG_FILLER_MAX);
+		close(self->filler_fd);
+	}
 	fragment_release(&self->frag);
 	edu_close(&self->edu);
 	close(self->container);
@@ -324,6 +346,7 @@ TEST_F_TIMEOUT(fragmented_host, vm_ram_falls_back_to_pages, 1200)
 	static const char *const sigbus[] = { "SIGBUS", "BUG", "WARNING" };
 	size_t half = FRAG_VM_SIZE / 2, off, in_pages = 0;
 	long fb0 = pool_counter("fallback_total"), pinned0 = iommu_counter("pages_pinned");
+	long fbp0 = pool_counter("fallback_pages");	/* the filler's */
 	long gup0 = iommu_counter("gup_calls"), fb_touched, fb_all, failed;
 	int mark = kmsg_mark(), fd, fd2, i, kind;
 	struct statvfs before, after;
@@ -340,10 +363,10 @@ TEST_F_TIMEOUT(fragmented_host, vm_ram_falls_back_to_pages, 1200)
 	TH_LOG("fragmented (%ld MiB pinned in %ld MiB), pool empty: of %lu MiB of guest RAM, %ld MiB in 4 KiB pages (%ld MiB of the half written first); %ld MiB FilePmdMapped",
 	       self->frag.kept_kb / 1024, (long)(self->frag.size >> 20), FRAG_VM_SIZE >> 20,
 	       fb_all >> 8, fb_touched >> 8, smaps_kb(p, "FilePmdMapped") / 1024);
-	/* the whole blocks ran out in the first half: both paths fell back */
+	/* both paths fell back: the write faults and the pin */
 	EXPECT_LT(0, fb_touched);
 	EXPECT_LT(fb_touched, fb_all);
-	EXPECT_EQ(fb_all, pool_counter("fallback_pages"));
+	EXPECT_EQ(fbp0 + fb_all, pool_counter("fallback_pages"));
 	EXPECT_GT(half / 1024, smaps_kb(p, "FilePmdMapped"));
 	if (variant->driver == DRIVER_ZEROPIN) {
 		EXPECT_EQ(pinned0 + FRAG_VM_SIZE / 4096, iommu_counter("pages_pinned"));
@@ -395,7 +418,12 @@ TEST_F_TIMEOUT(fragmented_host, vm_ram_falls_back_to_pages, 1200)
 	munmap(p, FRAG_VM_SIZE);
 	close(fd);
 	unlink(ZFS_MNT "/ram");
-	EXPECT_EQ(0, pool_counter("fallback_pages"));	/* nothing left behind */
+	EXPECT_EQ(fbp0, pool_counter("fallback_pages"));	/* nothing left behind */
+	munmap(self->filler, FRAG_FILLER_MAX);
+	close(self->filler_fd);
+	self->filler_fd = -1;
+	unlink(ZFS_MNT "/filler");
+	EXPECT_EQ(0, pool_counter("fallback_pages"));
 	EXPECT_EQ(0, pool_read("inuse_mib"));
 	EXPECT_EQ(0, kmsg_count_since(mark, sigbus, 3));
 	close(mark);
