@@ -52,7 +52,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: all module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install install install-tools uninstall
+.PHONY: all module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
 
 all: module
 
@@ -119,7 +119,10 @@ bench:
 
 # A real host: the sources where DKMS wants them, then build and install
 # for every kernel DKMS knows (AUTOINSTALL rebuilds on kernel upgrades).
+# dkms remove first: the same version with changed sources is rebuilt, not
+# skipped as already installed.
 dkms-install:
+	-dkms remove zeropin/$(VERSION) --all 2>/dev/null
 	rm -rf $(DKMS_SRC)
 	mkdir -p $(DKMS_SRC)/kernel
 	cp Kbuild $(DKMS_SRC)/
@@ -127,10 +130,16 @@ dkms-install:
 	sed 's/@VERSION@/$(VERSION)/' kernel/dkms.conf > $(DKMS_SRC)/dkms.conf
 	dkms install zeropin/$(VERSION)
 
+dkms-uninstall:
+	-dkms remove zeropin/$(VERSION) --all
+	rm -rf $(DKMS_SRC)
+
 # --- installing on a real host ---
 PREFIX   ?= /usr/local
 HOOKDIR  ?= /etc/libvirt/hooks/qemu.d
 CONFDIR  ?= /etc/zeropin
+SYSTEMDDIR ?= /lib/systemd/system
+MODPROBEDIR ?= /etc/modprobe.d
 KREL     := $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
 HOST_LIB := $(PREFIX)/lib/zeropin/host.sh
 # program:installed-path; each finds host.sh at HOST_LIB once installed
@@ -156,15 +165,19 @@ install-tools:
 	[ -f $(DESTDIR)$(CONFDIR)/zeropin.conf ] || install -D -m 644 scripts/zeropin.conf $(DESTDIR)$(CONFDIR)/zeropin.conf
 	install -d $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace
 	install -m 644 scripts/bpftrace/*.bt scripts/bpftrace/*.example.txt $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace/
+	mkdir -p $(DESTDIR)$(SYSTEMDDIR)
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' scripts/systemd/zeropin.service > $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
+	chmod 644 $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
+	[ -f $(DESTDIR)$(MODPROBEDIR)/zeropin.conf ] || install -D -m 644 scripts/systemd/zeropin.modprobe.conf $(DESTDIR)$(MODPROBEDIR)/zeropin.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin
+	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/zeropin
 	@for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/$${t#*:}; done
 	-rmdir $(DESTDIR)$(PREFIX)/lib/zeropin 2>/dev/null
 	[ -z "$(KREL)" ] || rm -f $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
 	[ -n "$(DESTDIR)" ] || [ -z "$(KREL)" ] || depmod -a $(KREL)
-	@echo "$(CONFDIR)/zeropin.conf kept (remove it by hand)"
+	@echo "$(CONFDIR)/zeropin.conf and $(MODPROBEDIR)/zeropin.conf kept (remove them by hand)"
 
 clean:
 	rm -rf $(BUILD)/module $(BUILD)/tests $(BUILD)/lab

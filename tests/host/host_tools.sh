@@ -254,14 +254,36 @@ test_timeline_reads_last_start() {
 
 # make install-tools under a prefix: the installed programs find their
 # library there and work.
+# The boot unit as installed: systemd-analyze verify in a root that holds
+# it, the programs it runs and systemd's own targets, with no warning.
+test_systemd_unit() {
+	local r="$TMP/root" out rc=0
+	command -v systemd-analyze >/dev/null && [ -d /lib/systemd/system ] ||
+		{ ok "systemd: # SKIP no systemd-analyze here"; return; }
+	make -s -C "$ROOT" install-tools DESTDIR="$r" PREFIX=/usr >/dev/null 2>&1 || rc=$?
+	cp /lib/systemd/system/*.target "$r/lib/systemd/system/" 2>/dev/null || true
+	cp /lib/systemd/system/systemd-modules-load.service "$r/lib/systemd/system/" 2>/dev/null || true
+	out=$(systemd-analyze verify --man=no --root="$r" "$r/lib/systemd/system/zeropin.service" 2>&1) || rc=$?
+	grep -q '^Before=.*libvirtd.service.*virtqemud.service' "$r/lib/systemd/system/zeropin.service" || rc=1
+	if [ "$rc" = 0 ] && [ -z "$out" ]; then
+		ok "systemd: zeropin.service verifies (systemd-analyze) and runs before libvirtd and virtqemud"
+	else
+		not_ok "systemd: zeropin.service" "exit $rc: $out"
+	fi
+}
+
 test_install_tools() {
 	local p="$TMP/prefix" out rc=0
-	make -s -C "$ROOT" install-tools PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" >/dev/null 2>&1 || rc=$?
+	make -s -C "$ROOT" install-tools PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
+		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" >/dev/null 2>&1 || rc=$?
 	out=$("$p/hooks/zeropin" vm1 prepare begin <"$TMP/anon.xml" 2>&1) || rc=$?
 	"$p/usr/sbin/zeropin-host" --help | grep -q USAGE || rc=1
-	[ -f "$p/etc/zeropin.conf" ] || rc=1
-	make -s -C "$ROOT" uninstall PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" KDIR=/nonexistent >/dev/null 2>&1 || rc=$?
-	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] || rc=1
+	[ -f "$p/etc/zeropin.conf" ] && [ -f "$p/modprobe.d/zeropin.conf" ] || rc=1
+	grep -q "^ExecStart=$p/usr/sbin/zeropin-host setup$" "$p/systemd/zeropin.service" || rc=1
+	make -s -C "$ROOT" uninstall PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
+		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" KDIR=/nonexistent >/dev/null 2>&1 || rc=$?
+	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] &&
+		[ ! -e "$p/systemd/zeropin.service" ] || rc=1
 	if [ "$rc" = 0 ] && [ -z "$out" ]; then
 		ok "install: make install-tools under a prefix works there, make uninstall removes it"
 	else
@@ -302,6 +324,7 @@ main() {
 	test_usage_errors
 	test_timeline_reads_last_start
 	test_install_tools
+	test_systemd_unit
 	test_memlock_report
 	echo "1..$N"
 	[ "$FAILS" = 0 ]
