@@ -4,6 +4,8 @@
 # zeropinfs, prepared by zeropin's libvirt hook and host program, and
 # zeropin-timeline reads the start. Prints TAP.
 #
+#   setup_binds_devices_by_id_in_any_case  a driverless edu named 1234:11E8:
+#                              bound to vfio-pci, given back by teardown
 #   setup_is_idempotent        zeropin-host setup twice: the second changes nothing
 #   zeropin_domain_starts      virsh start: RAM from the pool, pinned by zeropin;
 #                              the timeline has (a), (b), (c) and the VFIO ioctls
@@ -77,6 +79,27 @@ second: $second"
 	fi
 }
 
+# A device without a driver, named by vendor:device in upper case: setup
+# binds it to vfio-pci (checking its IOMMU group and that the host does
+# not use it), teardown gives it back to no driver.
+test_setup_binds_devices_by_id_in_any_case() {
+	local dev="/sys/bus/pci/devices/$EDU" out rc=0 bound back
+	echo "$EDU" >"$dev/driver/unbind" 2>/dev/null
+	echo "" >"$dev/driver_override"
+	out=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --device 1234:11E8 2>&1) || rc=$?
+	bound=$(basename -- "$(readlink -f -- "$dev/driver" 2>/dev/null)" 2>/dev/null)
+	zeropin-host teardown >/dev/null 2>&1 || rc=$?
+	back=$([ -e "$dev/driver" ] && echo bound || echo none)
+	if [ "$rc" = 0 ] && [ "$bound" = vfio-pci ] && [ "$back" = none ] &&
+		echo "$out" | grep -q "$EDU: no driver -> vfio-pci"; then
+		ok "setup_binds_devices_by_id_in_any_case"
+	else
+		not_ok "setup_binds_devices_by_id_in_any_case" "exit $rc, bound to '$bound', after teardown $back: $out"
+	fi
+	echo vfio-pci >"$dev/driver_override"
+	echo "$EDU" >/sys/bus/pci/drivers_probe
+}
+
 test_zeropin_domain_starts() {
 	local out inuse pinned tl want_maps='"map_ioctls":[1-9]'
 	# without kprobe events (the debug lab kernel) the VFIO part is null
@@ -147,7 +170,8 @@ main() {
 	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	echo "TAP version 13"
-	echo "1..5"
+	echo "1..6"
+	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
 	test_zeropin_domain_starts
