@@ -20,7 +20,7 @@ zp_conf_defaults() {
 	ZEROPIN_POOL_MIB=""			# pool target, MiB (empty: leave it)
 	ZEROPIN_MODULE=""			# a zeropin.ko to insmod (empty: modprobe)
 	ZEROPIN_DEVICES=""			# PCI addresses or vendor:device for vfio-pci
-	ZEROPIN_HOOK_WAIT_S=30			# hook: longest wait for zeroed memory, s
+	ZEROPIN_HOOK_WAIT_S=1			# hook: longest wait for zeroed memory, s
 	ZEROPIN_QEMU_CONF=/etc/libvirt/qemu.conf
 }
 
@@ -157,6 +157,13 @@ zp_mount() {
 }
 
 # MiB free on a mount.
+# Size of the filesystem at $1, MiB.
+zp_size_mib() {
+	local bsize blocks
+	read -r bsize blocks <<<"$(stat -f -c '%S %b' -- "$1")"
+	echo $((bsize * blocks / 1048576))
+}
+
 zp_free_mib() {
 	local bsize bavail
 	read -r bsize bavail <<<"$(stat -f -c '%S %a' -- "$1")"

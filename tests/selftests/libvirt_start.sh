@@ -9,6 +9,9 @@
 #   setup_is_idempotent        zeropin-host setup twice: the second changes nothing
 #   zeropin_domain_starts      virsh start: RAM from the pool, pinned by zeropin;
 #                              the timeline has (a), (b), (c) and the VFIO ioctls
+#   reservations_count_concurrent_starts  four prepare hooks at once on a
+#                              mount with room for three: three reserve, one
+#                              is refused with the hook's sentence
 #   destroy_leaves_nothing     virsh destroy: nothing pinned, no block in use, the
 #                              pool back to its target, the hook saw no leak
 #   hook_refuses_without_module  no zeropin.ko to load: the start is refused with
@@ -120,6 +123,47 @@ $(tail -n 5 /var/log/libvirt/qemu/g1.log)"
 	fi
 }
 
+# The hook's reservations, with g1 running (GUEST_MIB reserved and faulted
+# in) on the 2 GiB mount: four domains of 512 MiB whose prepare hooks run
+# at once (no QEMU behind them: reserved, nothing faulted) fit three times
+# (2048 - 512 = 1536), the fourth is refused with the hook's sentence;
+# release gives a reservation back, and the refused one then fits.
+HOOK=/etc/libvirt/hooks/qemu.d/zeropin
+test_reservations_count_concurrent_starts() {
+	local i rc fits=0 refused=0 again=0 out="" pids=()
+	for i in 1 2 3 4; do
+		zeropin-domxml --name "r$i" --type qemu --memory-mib 512 >"/tmp/r$i.xml"
+	done
+	for i in 1 2 3 4; do
+		timeout 30 "$HOOK" "r$i" prepare begin - <"/tmp/r$i.xml" >"/tmp/r$i.out" 2>&1 &
+		pids[i]=$!
+	done
+	for i in 1 2 3 4; do
+		wait "${pids[i]}" && rc=0 || rc=$?
+		if [ "$rc" = 0 ]; then
+			fits=$((fits + 1))
+		elif grep -q 'can give 512 MiB' "/tmp/r$i.out"; then
+			refused=$((refused + 1))
+			out="r$i"
+		fi
+	done
+	if [ "$refused" = 1 ]; then
+		for i in 1 2 3 4; do
+			[ "r$i" = "$out" ] || timeout 30 "$HOOK" "r$i" release end - <"/tmp/r$i.xml" >/dev/null 2>&1
+		done
+		timeout 30 "$HOOK" "$out" prepare begin - <"/tmp/$out.xml" >/dev/null 2>&1 && again=1
+		timeout 30 "$HOOK" "$out" release end - <"/tmp/$out.xml" >/dev/null 2>&1
+	fi
+	if [ "$fits" = 3 ] && [ "$refused" = 1 ] && [ "$again" = 1 ] &&
+		[ -z "$(ls /run/zeropin-hook/reserved | grep '^r')" ]; then
+		ok "reservations_count_concurrent_starts"
+	else
+		not_ok "reservations_count_concurrent_starts" "$fits fit, $refused refused, again $again; reserved: $(ls /run/zeropin-hook/reserved)
+$(cat /tmp/r?.out)"
+		for i in 1 2 3 4; do timeout 30 "$HOOK" "r$i" release end - <"/tmp/r$i.xml" >/dev/null 2>&1; done
+	fi
+}
+
 test_destroy_leaves_nothing() {
 	local out
 	out=$("${VIRSH[@]}" destroy g1 2>&1)
@@ -170,11 +214,12 @@ main() {
 	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	echo "TAP version 13"
-	echo "1..6"
+	echo "1..7"
 	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
 	test_zeropin_domain_starts
+	test_reservations_count_concurrent_starts
 	test_destroy_leaves_nothing
 	test_hook_refuses_without_module
 	test_nova_shaped_domain_starts
