@@ -191,13 +191,21 @@ int __fragment_pin(struct fragmented *f)
 
 void fragment_release(struct fragmented *f)
 {
+	bool held = f->addr && f->addr != MAP_FAILED;
+
 	unpin_rings(f);
-	if (f->addr && f->addr != MAP_FAILED)
+	if (held)
 		munmap(f->addr, f->size);
 	f->addr = NULL;
 	free(f->kept);
 	f->kept = NULL;
 	f->nkept = 0;
+	/* the blocks whole again for the tests after: what the fill and the
+	 * test scattered meanwhile (page tables, slab) the buddy allocator
+	 * does not merge back by itself, and a pool refill (which never
+	 * compacts) then waited out its back-off (zfs_qemu timed out) */
+	if (held)
+		__write_file("/proc/sys/vm/compact_memory", "1");
 }
 
 long __compact_count_failures(void)

@@ -37,7 +37,8 @@ int __fragment_memory(struct fragmented *f, long leave_mib);
  * long-running host whose unmovable allocations are scattered. 0, or
  * -errno (-ENOSYS: no io_uring; nothing pinned then). */
 int __fragment_pin(struct fragmented *f);
-/* Unpin (if pinned) and give the pages back. */
+/* Unpin (if pinned), give the pages back and compact memory, so that the
+ * tests after find whole blocks again. */
 void fragment_release(struct fragmented *f);
 
 /* Compact all memory once (/proc/sys/vm/compact_memory, synchronous) and
