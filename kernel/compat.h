@@ -157,15 +157,15 @@ static inline bool zp_vma_suits_pmd(struct vm_area_struct *vma, unsigned long ad
  * 6.12 the flag is read in three places only: that skip, the migration
  * of a folio (-EOPNOTSUPP, where ours fails anyway) and the zeroing of a
  * folio a truncation cuts through (zeropinfs cuts whole folios only).
- * Before 6.11 nothing says so; the host's vm.compact_unevictable_allowed
- * = 0 does (README). Blocks are compound pages, which compaction skips
- * anyway. --- */
+ * 6.8-6.10 had the same as AS_UNMOVABLE (mapping_set_unmovable(); no
+ * Debian 12 kernel). On 6.1 nothing says so; the host's
+ * vm.compact_unevictable_allowed = 0 does (README). Blocks are compound
+ * pages, which compaction skips anyway. Recheck for every new series: a
+ * split of AS_UNMOVABLE back out of AS_INACCESSIBLE has been proposed. --- */
 static inline void zp_mapping_set_unmovable(struct address_space *mapping)
 {
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
 	mapping_set_inaccessible(mapping);
-#else
-	mapping_set_unevictable(mapping);
 #endif
 }
 

@@ -187,7 +187,8 @@ struct node_pool {
 					 * (0: POOL_ALLOC_BACKOFF) */
 	unsigned long last_get;		/* jiffies of the last hand-out */
 	unsigned long sync_backoff_until; /* jiffies: faults allocate no block
-					 * before this (POOL_SYNC_BACKOFF) */
+					 * before this (POOL_SYNC_BACKOFF);
+					 * 0: no back-off */
 	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
@@ -199,7 +200,7 @@ struct pool_counters {
 	atomic_long_t zeroed_alloc;	/* refill blocks the page allocator zeroed */
 	atomic_long_t zeroed_sync;	/* blocks zeroed on a fault's path */
 	atomic_long_t alloc_sync;	/* blocks allocated on a fault's path */
-	atomic_long_t alloc_sync_failed; /* ... that failed (and the node backed off) */
+	atomic_long_t alloc_sync_failed; /* ... tries that failed */
 	atomic_long_t handed_out;	/* blocks given to files */
 	atomic_long_t handed_zero;	/* ... of which came from the zero list */
 	atomic_long_t returned;		/* blocks files let go of */
@@ -640,23 +641,33 @@ static struct folio *node_take(struct node_pool *np, bool *zero)
 	return folio;
 }
 
-/* A fresh block for a fault, unless the node's last try failed less than
- * POOL_SYNC_BACKOFF ago. No lock: the deadline is a hint (a racing
- * fault may try once more). */
+/*
+ * A fresh block for a fault. After a failure the node backs off
+ * (sync_backoff_until, 0 when it does not): no fault tries before the
+ * deadline, and at the deadline one fault claims the next try (cmpxchg),
+ * the others still take none. A dying task neither tries (compaction
+ * gives up on it at once) nor sets the back-off for the others.
+ */
 static struct folio *alloc_sync(struct node_pool *np, gfp_t gfp)
 {
+	unsigned long until = np ? READ_ONCE(np->sync_backoff_until) : 0;
 	struct folio *folio;
 
-	if (np && time_before(jiffies, READ_ONCE(np->sync_backoff_until)))
+	if (fatal_signal_pending(current))
+		return NULL;
+	if (until && (time_before(jiffies, until) ||
+		      cmpxchg(&np->sync_backoff_until, until, jiffies + POOL_SYNC_BACKOFF) != until))
 		return NULL;
 	folio = zp_folio_alloc_node(gfp, ZP_BLOCK_ORDER, np ? np->nid : numa_mem_id());
 	if (folio) {
 		atomic_long_inc(&counters.alloc_sync);
+		if (until)
+			WRITE_ONCE(np->sync_backoff_until, 0);
 		return folio;
 	}
 	atomic_long_inc(&counters.alloc_sync_failed);
-	if (np)
-		WRITE_ONCE(np->sync_backoff_until, jiffies + POOL_SYNC_BACKOFF);
+	if (np && !fatal_signal_pending(current))
+		WRITE_ONCE(np->sync_backoff_until, (jiffies + POOL_SYNC_BACKOFF) ?: 1);
 	return NULL;
 }
 
