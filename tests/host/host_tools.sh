@@ -244,9 +244,19 @@ test_timeline_reads_last_start() {
 		232@1795462106.579000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1
 		232@1795462107.579000:serial_update_parameters baudrate=9600 parity=78 data=8 stop=1
 	EOF
-	out=$(LIBVIRT_LOG_DIR="$TMP/logs" "$ROOT/scripts/zeropin-timeline" vm1 --json 2>&1) || true
-	if [[ "$out" == *"$want"* ]]; then
-		ok "timeline: (a), (b), (c) of the last start from a libvirt log, in UTC"
+	# the VFIO ioctls recorded (record-tgid: "comm-tid (tgid) [cpu]"):
+	# those of vm1's QEMU (pid 232) count, another QEMU's beside it not
+	mkdir -p "$TMP/instance"
+	cat >"$TMP/instance/trace" <<-EOF
+		 zeropin-timeli-99    (     99) [000] .....   100.000000: tracing_mark_write: zeropin-timeline realtime=1795462105.000000
+		 qemu-system-x86-240  (    232) [001] .....   100.200000: zp_tl_ioctl: (vfio_fops_unl_ioctl+0x0/0x20) cmd=0x3b71 size=1073741824
+		 qemu-system-x86-240  (    232) [001] .....   100.210000: zp_tl_ioctl_ret: (vfio_fops_unl_ioctl+0x0/0x20) ret=0
+		 qemu-system-x86-990  (    990) [000] .....   100.300000: zp_tl_ioctl: (vfio_fops_unl_ioctl+0x0/0x20) cmd=0x3b71 size=2147483648
+		 qemu-system-x86-990  (    990) [000] .....   100.330000: zp_tl_ioctl_ret: (vfio_fops_unl_ioctl+0x0/0x20) ret=0
+	EOF
+	out=$(ZP_TIMELINE_INSTANCE="$TMP/instance" LIBVIRT_LOG_DIR="$TMP/logs" "$ROOT/scripts/zeropin-timeline" vm1 --json 2>&1) || true
+	if [[ "$out" == *"$want"* ]] && [[ "$out" == *'"map_ioctls":1,"unmap_ioctls":0,"vfio_ms":10.0,"mib_mapped":1024'* ]]; then
+		ok "timeline: (a), (b), (c) of the last start from a libvirt log, in UTC; the VFIO ioctls of its QEMU only"
 	else
 		not_ok "timeline: the last start from a libvirt log" "got: $out"
 	fi
