@@ -344,7 +344,13 @@ TEST_F(bar, bar_mapped_through_more_device_fds_than_are_held)
 #define FOREIGN_SIZE	SZ_1G
 #define FOREIGN_PIECES	17	/* 64 MiB pieces of IOVA, the first 4 KiB short */
 #define FOREIGN_SLACK	2	/* pieces a munmap may wait for: the one being
-				 * written, and one taken before it got the lock */
+				 * written, and one taken before it got the lock.
+				 * The debug lab kernel (lockdep, KASAN) writes a
+				 * few more between the test reading the counter
+				 * and the munmap reaching the revocation (4 seen):
+				 * tests/run-selftests gives it FOREIGN_SLACK=6,
+				 * still far below a write that keeps the munmap
+				 * out (17 pieces) */
 /* Kernel log records that say the IOMMU was left with a stale entry. */
 static const char *const iommu_bad[] = { "WARNING:", "DMA PTE", "BUG:" };
 
@@ -410,7 +416,7 @@ static bool foreign_try(struct __test_metadata *_metadata, struct foreign_race *
 	TH_LOG("pieces written: %ld when the munmap began, %ld when it ended, %ld of %ld in all",
 	       r->calls_munmap - r->calls0, r->calls_unmapped - r->calls0, written, pieces);
 	EXPECT_EQ(revoked + 1, iommu_counter("mmio_revoked"));
-	EXPECT_GE(FOREIGN_SLACK, r->calls_unmapped - r->calls_munmap);
+	EXPECT_GE((long)env_ulong("FOREIGN_SLACK", FOREIGN_SLACK), r->calls_unmapped - r->calls_munmap);
 	EXPECT_EQ(0, __vfio_unmap(r->container, r->iova, r->size, 0, &unmapped));
 	EXPECT_EQ(r->size, unmapped);
 	return written < pieces;
