@@ -741,12 +741,14 @@ static bool page_put(struct folio *folio)
 /* Off every list since it was handed out: checked page by page again. */
 void zp_pool_put_unused(struct folio *folio)
 {
-	struct node_pool *np = pool_of(folio_nid(folio));
-	unsigned int seq = zp_poison_seq();
+	struct node_pool *np;
+	unsigned int seq;
 	int ret;
 
 	if (page_put(folio))
 		return;
+	np = pool_of(folio_nid(folio));
+	seq = zp_poison_seq();
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.unused_back);
 	if (!np || set_aside(folio, block_poisoned(folio))) {
