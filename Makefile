@@ -22,6 +22,8 @@
 #                        make install-tools: the programs and hook only
 #   make uninstall       undo make install
 #   make dkms-install    a real host: install through DKMS (needs dkms)
+#   make deb             Debian packages zeropin-dkms and zeropin-tools
+#                        (packaging/debian), checked by lintian; build/deb/
 #
 # Every output lives under build/.
 
@@ -52,7 +54,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: all module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
+.PHONY: deb all module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
 
 all: module
 
@@ -75,13 +77,15 @@ tests:
 QEMU_BIN := /opt/zeropin/qemu-stock/bin/qemu-system-x86_64
 
 # Host programs the lab guest carries (QEMU and libvirt for nested tests,
-# see tests/lab/userland), the lab's libvirt configuration, zeropin's host
+# see tests/lab/userland), the lab's libvirt configuration and AppArmor
+# profiles (scripts/lab-apparmor), zeropin's host
 # programs installed as on a host, and the uncompressed kernel L2 boots;
 # bpftrace (200 MB with LLVM) in a tree of its own, for one boot per kernel;
 # the QEMU builds (make qemu, if made) in another, for the nested boot.
 lab-userland:
 	scripts/lab-tree $(BUILD)/lab/userland $$(grep -v '^\s*\(#\|$$\)' tests/lab/userland)
 	cp -r tests/lab/libvirt/. $(BUILD)/lab/userland/
+	scripts/lab-apparmor $(BUILD)/lab/userland
 	$(MAKE) --no-print-directory install-tools DESTDIR=$(BUILD)/lab/userland PREFIX=/usr/local \
 		HOOKDIR=/etc/libvirt/hooks/qemu.d CONFDIR=/etc/zeropin >/dev/null
 	scripts/lab-l2-kernel >/dev/null
@@ -101,7 +105,12 @@ qemu:
 # about 20 more: together they would not fit make check's hour.
 check: CHECK_SERIES := $(LAB_SERIES)
 check-debug: CHECK_SERIES := $(DEBUG_SERIES)
+# make check starts with a short demo, from the same clean tree: README's
+# first command, in its own build order (DEMO_STARTS=1, DEMO_MIB=1024,
+# about 5 minutes beyond the builds make check needs anyway).
+check: CHECK_DEMO := DEMO_STARTS=1 DEMO_MIB=1024 scripts/demo/run
 check check-debug:
+	$(CHECK_DEMO)
 	scripts/install-deps
 	@for k in $(CHECK_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
 	@for k in $(CHECK_SERIES); do scripts/lab-mdev $$k || exit 1; done
@@ -134,6 +143,21 @@ dkms-uninstall:
 	-dkms remove zeropin/$(VERSION) --all
 	rm -rf $(DKMS_SRC)
 
+# Debian packages, built from a copy of the tree under build/deb (the
+# .debs land there), then checked by lintian: an error fails the build.
+DEB_TREE := $(BUILD)/deb/zeropin-$(VERSION)
+deb:
+	scripts/install-deps deb
+	rm -rf $(BUILD)/deb
+	mkdir -p $(DEB_TREE)
+	cp -r Kbuild LICENSE Makefile kernel scripts packaging $(DEB_TREE)/
+	cp -r packaging/debian $(DEB_TREE)/debian
+	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(date -R)/" packaging/debian/changelog.in >$(DEB_TREE)/debian/changelog
+	rm $(DEB_TREE)/debian/changelog.in
+	cd $(DEB_TREE) && dpkg-buildpackage -us -uc -b >$(BUILD)/deb/build.log 2>&1 || { tail -n 30 $(BUILD)/deb/build.log; exit 1; }
+	lintian --fail-on error $(BUILD)/deb/zeropin_$(VERSION)_*.changes
+	@ls $(BUILD)/deb/*.deb
+
 # --- installing on a real host ---
 PREFIX   ?= /usr/local
 HOOKDIR  ?= /etc/libvirt/hooks/qemu.d
@@ -164,7 +188,8 @@ install-tools:
 	chmod 755 $(DESTDIR)$(HOOKDIR)/zeropin
 	[ -f $(DESTDIR)$(CONFDIR)/zeropin.conf ] || install -D -m 644 scripts/zeropin.conf $(DESTDIR)$(CONFDIR)/zeropin.conf
 	install -d $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace
-	install -m 644 scripts/bpftrace/*.bt scripts/bpftrace/*.example.txt $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace/
+	install -m 755 scripts/bpftrace/*.bt $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace/
+	install -m 644 scripts/bpftrace/*.example.txt $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace/
 	mkdir -p $(DESTDIR)$(SYSTEMDDIR)
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' scripts/systemd/zeropin.service > $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
 	chmod 644 $(DESTDIR)$(SYSTEMDDIR)/zeropin.service

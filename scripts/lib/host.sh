@@ -82,6 +82,9 @@ zp_conf_check() {
 		ZP_CONF_ERROR="ZEROPIN_POOL_MIB=$ZEROPIN_POOL_MIB: want a number of MiB"
 	[[ "$ZEROPIN_MOUNT_MODE" =~ ^[0-7]{3,4}$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_MOUNT_MODE=$ZEROPIN_MOUNT_MODE: want an octal mode"
+	# it goes into qemu.conf and /proc/mounts: no quotes, spaces or escapes
+	[[ "$ZEROPIN_MOUNT" =~ ^/[A-Za-z0-9_.,+@:/-]*$ ]] ||
+		ZP_CONF_ERROR="ZEROPIN_MOUNT=$ZEROPIN_MOUNT: want an absolute path of letters, digits and _ . , + @ : / -"
 	return 0
 }
 
@@ -156,7 +159,17 @@ zp_mount() {
 	zp_say "mounted zeropinfs on $ZEROPIN_MOUNT ($opts)"
 }
 
-# MiB free on a mount.
+# A filesystem's type (statfs f_type, hex), size and free space in MiB,
+# from one stat: into ZP_FS_TYPE, ZP_FS_SIZE_MIB, ZP_FS_FREE_MIB (no
+# subshell: the hook calls it in every start of a zeropin domain).
+zp_statfs() {
+	local out bsize blocks bavail
+	out=$(stat -f -c '%t %S %b %a' -- "$1" 2>/dev/null) || { ZP_FS_TYPE=""; return 1; }
+	read -r ZP_FS_TYPE bsize blocks bavail <<<"$out"
+	ZP_FS_SIZE_MIB=$((bsize * blocks / 1048576))
+	ZP_FS_FREE_MIB=$((bsize * bavail / 1048576))
+}
+
 # Size of the filesystem at $1, MiB.
 zp_size_mib() {
 	local bsize blocks
@@ -164,6 +177,7 @@ zp_size_mib() {
 	echo $((bsize * blocks / 1048576))
 }
 
+# MiB free on a mount.
 zp_free_mib() {
 	local bsize bavail
 	read -r bsize bavail <<<"$(stat -f -c '%S %a' -- "$1")"
@@ -171,17 +185,42 @@ zp_free_mib() {
 }
 
 # --- libvirt ---
-# memory_backing_dir of a qemu.conf (its last setting), or libvirt's
-# default. Read in the shell itself (see zp_conf_key()).
+# memory_backing_dir as libvirt reads a qemu.conf: the first setting wins,
+# in double or single quotes; empty when unset. Read in the shell itself,
+# not through augeas (see zp_conf_key(): the hook runs in every start).
+zp_backing_dir_setting() {
+	local conf="${1:-$ZEROPIN_QEMU_CONF}" line
+	[ -r "$conf" ] || return 0
+	while IFS= read -r line || [ -n "$line" ]; do
+		if [[ "$line" =~ ^[[:space:]]*memory_backing_dir[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
+			echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+			return 0
+		fi
+	done <"$conf"
+}
+
+# The folder libvirt puts file-backed guest RAM in: memory_backing_dir, or
+# its default.
 zp_backing_dir() {
-	local conf="${1:-$ZEROPIN_QEMU_CONF}" dir="" line
+	local dir
+	dir=$(zp_backing_dir_setting "$@")
+	echo "${dir:-$ZP_LIBVIRT_DEFAULT_BACKING_DIR}"
+}
+ZP_LIBVIRT_DEFAULT_BACKING_DIR=/var/lib/libvirt/qemu/ram
+
+# QEMU's user or group ($1: user or group) as libvirt runs it: qemu.conf's
+# setting, or Debian's build default (libvirt-qemu for both).
+zp_qemu_identity() {
+	local conf="${2:-$ZEROPIN_QEMU_CONF}" line val=""
 	if [ -r "$conf" ]; then
 		while IFS= read -r line || [ -n "$line" ]; do
-			[[ "$line" =~ ^[[:space:]]*memory_backing_dir[[:space:]]*=[[:space:]]*\"([^\"]*)\" ]] &&
-				dir="${BASH_REMATCH[1]}"
+			if [[ "$line" =~ ^[[:space:]]*$1[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
+				val="${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+				break
+			fi
 		done <"$conf"
 	fi
-	echo "${dir:-/var/lib/libvirt/qemu/ram}"
+	echo "${val:-libvirt-qemu}"
 }
 
 # Convert an amount in a libvirt unit to MiB (rounded up).

@@ -213,6 +213,78 @@ test_domxml_escapes() {
 	fi
 }
 
+# libvirt reads qemu.conf's first memory_backing_dir, in either quotes:
+# the hook must agree, or a domain on the mount is not seen as zeropin's.
+test_hook_reads_qemu_conf_as_libvirt() {
+	local saved="$TMP/qemu.conf.saved"
+	cp "$TMP/qemu.conf" "$saved"
+	printf "memory_backing_dir='%s'\nmemory_backing_dir = \"/elsewhere\"\n" "$TMP/mnt" >"$TMP/qemu.conf"
+	run_hook "$TMP/zeropin.xml" prepare begin
+	cp "$saved" "$TMP/qemu.conf"
+	if [ "$RC" != 0 ] && echo "$OUT" | grep -q "cannot load zeropin.ko"; then
+		ok "hook: a single-quoted first memory_backing_dir is read as libvirt reads it"
+	else
+		not_ok "hook: qemu.conf read as libvirt reads it" "exit $RC: $OUT"
+	fi
+}
+
+# zeropin-host's qemu.conf edit ($1: file to start from; $2: extra
+# settings; $3: expected editor). Runs setup_libvirt twice and
+# restore_libvirt in a subshell over a symlinked copy, and prints what
+# went wrong.
+qemu_conf_round_trip() {
+	local dir="$TMP/qc" orig="$1"
+	rm -rf "$dir" && mkdir -p "$dir/etc" "$dir/state"
+	cp "$orig" "$dir/etc/real.conf"
+	ln -s real.conf "$dir/etc/qemu.conf"
+	(
+		# shellcheck source=../../scripts/zeropin-host
+		. "$HOST"
+		ZP_PROG=zeropin-host
+		ZEROPIN_QEMU_CONF="$dir/etc/qemu.conf" ZEROPIN_MOUNT=/run/zeropin-test
+		QEMU_CONF_SAVED="$dir/state/qemu-conf" EDIT_QEMU_CONF=1 FORCE=${2:-0}
+		out=$(setup_libvirt 2>&1) || { echo "setup refused: $out"; exit 0; }
+		echo "$out" | grep -q "edited by $3" || echo "editor: $out"
+		[ -L "$ZEROPIN_QEMU_CONF" ] || echo "the symlink was replaced"
+		[ "$(zp_backing_dir_setting)" = /run/zeropin-test ] || echo "libvirt reads $(zp_backing_dir_setting)"
+		CHANGED=0
+		setup_libvirt >/dev/null 2>&1
+		[ "$CHANGED" = 0 ] || echo "the second setup changed something"
+		restore_libvirt >/dev/null 2>&1
+		cmp -s "$orig" "$dir/etc/real.conf" || echo "teardown left: $(diff "$orig" "$dir/etc/real.conf" | tr '\n' ' ')"
+		[ ! -e "$QEMU_CONF_SAVED" ] || echo "the saved value was kept"
+	)
+}
+
+test_qemu_conf_edit() {
+	local bad=""
+	if command -v augtool >/dev/null; then
+		printf '# libvirt qemu.conf\n#memory_backing_dir = "/var/lib/libvirt/qemu/ram"\nuser = "root"\n' >"$TMP/qc-plain.conf"
+		bad=$(qemu_conf_round_trip "$TMP/qc-plain.conf" 0 augeas)
+	fi
+	printf "user = 'root'\nmemory_backing_dir = '/var/lib/libvirt/qemu/ram'\nmemory_backing_dir = \"/run/later\"\n" >"$TMP/qc-single.conf"
+	bad="$bad$(qemu_conf_round_trip "$TMP/qc-single.conf" 0 zeropin)"
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: qemu.conf edited $(command -v augtool >/dev/null && echo 'through augeas, and ')in place where augeas cannot read it; symlink kept, idempotent, teardown restores it byte for byte"
+	else
+		not_ok "zeropin-host: qemu.conf edit and restore" "$bad"
+	fi
+}
+
+test_qemu_conf_other_dir_needs_force() {
+	local bad="" out
+	printf 'memory_backing_dir = "/srv/ram"\n' >"$TMP/qc-other.conf"
+	out=$(qemu_conf_round_trip "$TMP/qc-other.conf" 0 x)
+	echo "$out" | grep -q 'setup refused: .*"/srv/ram", not libvirt.s default.*--force' || bad="without --force: $out"
+	cmp -s "$TMP/qc-other.conf" "$TMP/qc/etc/real.conf" || bad="$bad; refused, yet the file changed"
+	command -v augtool >/dev/null && bad="$bad$(qemu_conf_round_trip "$TMP/qc-other.conf" 1 augeas)"
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: a non-default memory_backing_dir is replaced only with --force, and teardown puts it back"
+	else
+		not_ok "zeropin-host: a non-default memory_backing_dir needs --force" "$bad"
+	fi
+}
+
 test_usage_errors() {
 	local bad=""
 	"$DOMXML" --memory-mib 1 >/dev/null 2>&1 && bad="$bad domxml-without-name"
@@ -230,20 +302,38 @@ test_usage_errors() {
 	fi
 }
 
-# A libvirt log with two starts; the report is about the last one.
+# serial_write trace lines for text $2 sent by pid $1, a byte every ms from
+# second $3 (the first byte exactly then).
+serial_text() {
+	local i t
+	for ((i = 0; i < ${#2}; i++)); do
+		t=$(printf '%d.%06d' "${3%.*}" $((${3#*.} + i * 1000)))
+		printf '%s@%s:serial_write write addr 0x00 val 0x%02x\n' "$1" "$t" "'${2:i:1}"
+	done
+}
+
+# A libvirt log with two starts; the report is about the last one. In it,
+# firmware sets the port up and prints (SeaBIOS, then GRUB's "Loading
+# Linux"), a divisor byte goes to register 0 with the latch set; (c) is
+# the "L" of the kernel's "Linux version" only.
 test_timeline_reads_last_start() {
 	local out want='"a":1795462105.079,"b":1795462105.579000,"c":1795462106.579000,"a_b_ms":500,"b_c_ms":1000,"a_c_ms":1500'
 	mkdir -p "$TMP/logs"
-	cat >"$TMP/logs/vm1.log" <<-EOF
-		2026-11-23 19:20:00.000+0000: starting up libvirt version: 9.0.0
-		123@1795461000.000000:qmp_enter_cont {}
-		123@1795461001.000000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1
-		2026-11-23 19:28:25.079+0000: starting up libvirt version: 9.0.0, package: 9.0.0-4+deb12u2 (Debian)
-		-msg timestamp=on \\
-		232@1795462105.579000:qmp_enter_cont {}
-		232@1795462106.579000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1
-		232@1795462107.579000:serial_update_parameters baudrate=9600 parity=78 data=8 stop=1
-	EOF
+	{
+		echo "2026-11-23 19:20:00.000+0000: starting up libvirt version: 9.0.0"
+		echo "123@1795461000.000000:qmp_enter_cont {}"
+		serial_text 123 "Linux version 6.1" 1795461001.000000
+		echo "2026-11-23 19:28:25.079+0000: starting up libvirt version: 9.0.0, package: 9.0.0-4+deb12u2 (Debian)"
+		echo "-msg timestamp=on \\"
+		echo "232@1795462105.579000:qmp_enter_cont {}"
+		echo "232@1795462105.600000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1"
+		serial_text 232 "SeaBIOS (version 1.16.2)" 1795462105.700000
+		serial_text 232 "Loading Linux 6.1.0-56-amd64 ..." 1795462105.800000
+		echo "232@1795462106.500000:serial_write write addr 0x03 val 0x83"
+		echo "232@1795462106.500001:serial_write write addr 0x00 val 0x4c"
+		echo "232@1795462106.500002:serial_write write addr 0x03 val 0x03"
+		serial_text 232 "Linux version 6.1.0" 1795462106.579000
+	} >"$TMP/logs/vm1.log"
 	# the VFIO ioctls recorded (record-tgid: "comm-tid (tgid) [cpu]"):
 	# those of vm1's QEMU (pid 232) count, another QEMU's beside it not
 	mkdir -p "$TMP/instance"
@@ -301,6 +391,47 @@ test_install_tools() {
 	fi
 }
 
+# make deb: both packages build and pass lintian (errors fail make deb);
+# unpacked, zeropin-tools holds what make install-tools installs under
+# /usr (the lab's libvirt tests run that copy), its man pages render, its
+# /etc files are conffiles; zeropin-dkms's sources build through DKMS
+# against both lab kernels.
+test_deb_packages() {
+	local r="$TMP/deb" bad="" out v k rel m
+	out=$(make -s -C "$ROOT" deb 2>&1) || { not_ok "deb: make deb" "$(echo "$out" | tail -n 20)"; return; }
+	mkdir -p "$r/root" "$r/dkms"
+	for m in "$ROOT"/build/deb/*.deb; do dpkg-deb -x "$m" "$r/root"; done
+	[ -x "$r/root/usr/sbin/zeropin-host" ] && [ -x "$r/root/usr/bin/zeropin-domxml" ] || bad="$bad programs"
+	grep -q '^ExecStart=/usr/sbin/zeropin-host setup$' "$r/root/lib/systemd/system/zeropin.service" || bad="$bad unit"
+	grep -q '^ZP_HOST_LIB=/usr/lib/zeropin/host.sh$' "$r/root/etc/libvirt/hooks/qemu.d/zeropin" || bad="$bad hook"
+	for m in man8/zeropin-host.8 man8/zeropin-timeline.8 man8/zeropin-libvirt-hook.8 man1/zeropin-domxml.1; do
+		zcat "$r/root/usr/share/man/$m.gz" 2>/dev/null | man -l - 2>/dev/null | grep -q USAGE || bad="$bad $m"
+	done
+	out=$(dpkg-deb --ctrl-tarfile "$ROOT"/build/deb/zeropin-tools_*.deb | tar -xO ./conffiles)
+	for m in /etc/zeropin/zeropin.conf /etc/modprobe.d/zeropin.conf /etc/libvirt/hooks/qemu.d/zeropin; do
+		echo "$out" | grep -qxF "$m" || bad="$bad conffile:$m"
+	done
+	v=$(ls "$r/root/usr/src")
+	v=${v#zeropin-}
+	if ! command -v dkms >/dev/null; then
+		bad="$bad no-dkms"
+	elif dkms add -m zeropin -v "$v" --sourcetree "$r/root/usr/src" --dkmstree "$r/dkms" >/dev/null 2>&1; then
+		for k in 6.12 6.1; do
+			rel=$(cat "$ROOT/build/kernels/$k/abi" 2>/dev/null) || { bad="$bad no-headers-$k"; continue; }
+			dkms build -m zeropin -v "$v" -k "$rel" --kernelsourcedir "$ROOT/build/kernels/$k/headers" \
+				--sourcetree "$r/root/usr/src" --dkmstree "$r/dkms" >"$r/dkms-$k.log" 2>&1 &&
+				[ -f "$r/dkms/zeropin/$v/$rel/x86_64/module/zeropin.ko" ] || bad="$bad dkms-build-$k($(tail -n 3 "$r/dkms-$k.log" | tr '\n' ' '))"
+		done
+	else
+		bad="$bad dkms-add"
+	fi
+	if [ -z "$bad" ]; then
+		ok "deb: make deb builds zeropin-dkms and zeropin-tools, lintian-clean; the tools, unit, hook, conffiles and man pages are in place; DKMS builds the module for 6.12 and 6.1"
+	else
+		not_ok "deb: packages" "$bad"
+	fi
+}
+
 # The memlock report reads libvirt's defined domains: a GPU domain whose
 # <hard_limit> is below its RAM is named with what to raise it to.
 test_memlock_report() {
@@ -331,11 +462,15 @@ main() {
 	test_release_finds_leftover_ram
 	test_domxml_validates
 	test_domxml_escapes
+	test_hook_reads_qemu_conf_as_libvirt
+	test_qemu_conf_edit
+	test_qemu_conf_other_dir_needs_force
 	test_usage_errors
 	test_timeline_reads_last_start
 	test_install_tools
 	test_systemd_unit
 	test_memlock_report
+	test_deb_packages
 	echo "1..$N"
 	[ "$FAILS" = 0 ]
 }

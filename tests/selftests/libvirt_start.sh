@@ -9,6 +9,12 @@
 #   setup_is_idempotent        zeropin-host setup twice: the second changes nothing
 #   zeropin_domain_starts      virsh start: RAM from the pool, pinned by zeropin;
 #                              the timeline has (a), (b), (c) and the VFIO ioctls
+#   qemu_runs_confined         as Debian runs it: QEMU as libvirt-qemu, in its
+#                              own AppArmor profile (enforce), its RAM file
+#                              on zeropinfs owned by libvirt-qemu
+#   foreign_path_refused       a domain whose XML names a RAM file outside its
+#                              own folder on the mount does not start
+#                              (AppArmor): it cannot reach other domains' RAM
 #   reservations_count_concurrent_starts  four prepare hooks at once on a
 #                              mount with room for three: three reserve, one
 #                              is refused with the hook's sentence
@@ -17,7 +23,11 @@
 #   hook_refuses_without_module  no zeropin.ko to load: the start is refused with
 #                              the hook's sentence
 #   nova_shaped_domain_starts  the memory backing Nova writes (immediate
-#                              allocation, discard) starts and stops cleanly
+#                              allocation, discard) starts and stops cleanly,
+#                              after a teardown + setup while libvirtd ran
+#   start_after_reboot         a simulated reboot (mount, module, /run gone):
+#                              what zeropin.service runs, then libvirtd, then
+#                              the domain starts, its RAM on zeropinfs
 #
 # Each libvirt call has a deadline. Needs libvirt, bash and xmllint in the
 # lab (make lab-userland) and the L2 kernel at /l2/vmlinux; skips otherwise.
@@ -165,6 +175,46 @@ $(cat /tmp/r?.out)"
 	fi
 }
 
+# Debian's libvirt: QEMU as libvirt-qemu (dynamic ownership), confined by
+# the profile virt-aa-helper wrote for the domain; libvirt gave the RAM
+# folder on the mount to QEMU's user.
+test_qemu_runs_confined() {
+	local pid user label ram owner
+	pid=$(cat /run/libvirt/qemu/g1.pid 2>/dev/null)
+	user=$(stat -c %U "/proc/$pid" 2>/dev/null)
+	label=$(cat "/proc/$pid/attr/current" 2>/dev/null | tr -d '\0')
+	ram=$(find /run/zeropin/libvirt/qemu -type f 2>/dev/null | head -n 1)
+	owner=$(stat -c %U "$ram" 2>/dev/null)
+	if [ "$user" = libvirt-qemu ] && [[ "$label" =~ ^libvirt-[0-9a-f-]+\ \(enforce\)$ ]] && [ "$owner" = libvirt-qemu ]; then
+		ok "qemu_runs_confined"
+	else
+		not_ok "qemu_runs_confined" "QEMU pid '$pid' runs as '$user' in '$label'; RAM file '$ram' owned by '$owner'"
+	fi
+}
+
+# A domain that names a RAM file of its own choosing on the mount, outside
+# the folder libvirt made for it (here through <qemu:commandline>): QEMU's
+# profile allows only its own folder, so the start fails and nothing is
+# created there.
+test_foreign_path_refused() {
+	local out rc=0 steal=/run/zeropin/libvirt/qemu/stolen-ram
+	zeropin-domxml --name f1 --type qemu --memory-mib 64 --vcpus 1 --anonymous --kernel /l2/vmlinux --console-log /tmp/f1-console.log \
+		--timeline --emulator /usr/bin/qemu-system-x86_64 >/tmp/f1.xml
+	# into --timeline's <qemu:commandline> (its namespace declared)
+	sed -i "s|  </qemu:commandline>|    <qemu:arg value='-object'/>\\n    <qemu:arg value='memory-backend-file,id=steal,size=2M,share=on,mem-path=$steal'/>\\n  </qemu:commandline>|" /tmp/f1.xml
+	out=$("${VIRSH[@]}" define /tmp/f1.xml 2>&1 && "${VIRSH[@]}" start f1 2>&1) || rc=$?
+	grep -q "mem-path=$steal" /var/log/libvirt/qemu/f1.log 2>/dev/null || out="QEMU was not given the path: $out"
+	if [ "$rc" != 0 ] && echo "$out" | grep -q "Permission denied" && [ ! -e "$steal" ] &&
+		! echo "$out" | grep -q "not given the path"; then
+		ok "foreign_path_refused"
+	else
+		not_ok "foreign_path_refused" "exit $rc, $steal $([ -e "$steal" ] && echo exists || echo absent): $out"
+		"${VIRSH[@]}" destroy f1 >/dev/null 2>&1
+	fi
+	"${VIRSH[@]}" undefine f1 >/dev/null 2>&1
+	rm -f -- "$steal"
+}
+
 test_destroy_leaves_nothing() {
 	local out
 	out=$("${VIRSH[@]}" destroy g1 2>&1)
@@ -210,6 +260,33 @@ test_nova_shaped_domain_starts() {
 	fi
 }
 
+# A reboot, short of rebooting: libvirtd stops, the mount, the module and
+# what /run held go. Then what the boot runs, in its order: zeropin.service
+# (zeropin-host setup, its settings from zeropin.conf alone), libvirtd;
+# and the domain starts with its RAM on zeropinfs, owned by QEMU's user.
+test_start_after_reboot() {
+	local out rc=0 inuse
+	lab-libvirtd stop
+	umount /run/zeropin 2>/dev/null
+	rmmod zeropin 2>/dev/null
+	rm -rf /run/zeropin /run/zeropin-hook /run/zeropin-host /run/libvirt
+	sed -i '/^ZEROPIN_\(MOUNT_SIZE\|POOL_MIB\)=/d' "$CONF"
+	printf 'ZEROPIN_MOUNT_SIZE=2G\nZEROPIN_POOL_MIB=%s\n' "$POOL_MIB" >>"$CONF"
+	out=$(zeropin-host setup 2>&1) || rc=$?
+	lab-libvirtd start || rc=$?
+	out="$out
+$(start g1)" || rc=$?
+	inuse=$(pool inuse_mib 2>/dev/null || echo 0)
+	if [ "$rc" = 0 ] && [ "$inuse" -ge "$GUEST_MIB" ] &&
+		[ "$(stat -c %U /run/zeropin/libvirt/qemu 2>/dev/null)" = libvirt-qemu ]; then
+		ok "start_after_reboot"
+	else
+		not_ok "start_after_reboot" "exit $rc, $inuse MiB in use: $out
+$(tail -n 5 /var/log/libvirt/qemu/g1.log)"
+	fi
+	"${VIRSH[@]}" destroy g1 >/dev/null 2>&1
+}
+
 main() {
 	local addr
 	[ -x /usr/sbin/libvirtd ] && command -v zeropin-host >/dev/null || skip_all "no libvirt or zeropin host programs in the lab (make lab-userland)"
@@ -217,15 +294,18 @@ main() {
 	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	echo "TAP version 13"
-	echo "1..7"
+	echo "1..10"
 	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
 	test_zeropin_domain_starts
+	test_qemu_runs_confined
+	test_foreign_path_refused
 	test_reservations_count_concurrent_starts
 	test_destroy_leaves_nothing
 	test_hook_refuses_without_module
 	test_nova_shaped_domain_starts
+	test_start_after_reboot
 	for d in g1 n1; do "${VIRSH[@]}" undefine "$d" >/dev/null 2>&1; done
 	lab-libvirtd stop
 	zeropin-timeline --disarm
