@@ -82,9 +82,15 @@ zp_conf_check() {
 		ZP_CONF_ERROR="ZEROPIN_POOL_MIB=$ZEROPIN_POOL_MIB: want a number of MiB"
 	[[ "$ZEROPIN_MOUNT_MODE" =~ ^[0-7]{3,4}$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_MOUNT_MODE=$ZEROPIN_MOUNT_MODE: want an octal mode"
-	# it goes into qemu.conf and /proc/mounts: no quotes, spaces or escapes
-	[[ "$ZEROPIN_MOUNT" =~ ^/[A-Za-z0-9_.,+@:/-]*$ ]] ||
-		ZP_CONF_ERROR="ZEROPIN_MOUNT=$ZEROPIN_MOUNT: want an absolute path of letters, digits and _ . , + @ : / -"
+	# it goes into qemu.conf and /proc/mounts: no quotes, spaces or escapes;
+	# canonical (compared as a string with both); not a system folder
+	[[ "$ZEROPIN_MOUNT" =~ ^(/[A-Za-z0-9_,+@:-][A-Za-z0-9_.,+@:-]*)+$ ]] &&
+		[[ ! "$ZEROPIN_MOUNT" =~ /\.\.?(/|$) ]] ||
+		ZP_CONF_ERROR="ZEROPIN_MOUNT=$ZEROPIN_MOUNT: want a canonical absolute path (no trailing /, no . or .. parts) of letters, digits and _ . , + @ : / -"
+	case "$ZEROPIN_MOUNT" in
+	/bin | /boot | /dev | /etc | /home | /lib | /lib64 | /media | /mnt | /opt | /proc | /root | /run | /sbin | /srv | /sys | /tmp | /usr | /var | /var/lib | /var/lib/libvirt | /var/lib/libvirt/qemu | /run/libvirt)
+		ZP_CONF_ERROR="ZEROPIN_MOUNT=$ZEROPIN_MOUNT: a system folder; zeropinfs would hide what is there (the default is /run/zeropin)" ;;
+	esac
 	return 0
 }
 
@@ -192,6 +198,8 @@ zp_backing_dir_setting() {
 	local conf="${1:-$ZEROPIN_QEMU_CONF}" line
 	[ -r "$conf" ] || return 0
 	while IFS= read -r line || [ -n "$line" ]; do
+		# a glob first: the regex costs on Debian's 970-line qemu.conf
+		[[ "$line" == *memory_backing_dir* ]] || continue
 		if [[ "$line" =~ ^[[:space:]]*memory_backing_dir[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
 			echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
 			return 0
@@ -214,6 +222,7 @@ zp_qemu_identity() {
 	local conf="${2:-$ZEROPIN_QEMU_CONF}" line val=""
 	if [ -r "$conf" ]; then
 		while IFS= read -r line || [ -n "$line" ]; do
+			[[ "$line" == *"$1"* ]] || continue
 			if [[ "$line" =~ ^[[:space:]]*$1[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
 				val="${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
 				break
@@ -225,20 +234,24 @@ zp_qemu_identity() {
 
 # Convert an amount in a libvirt unit to MiB (rounded up).
 zp_to_mib() {
-	local n="$1" unit="${2:-KiB}" bytes
+	local n="$1" unit="${2:-KiB}" mult
 	case "$unit" in
-	b | bytes) bytes=$n ;;
-	KB) bytes=$((n * 1000)) ;;
-	k | KiB) bytes=$((n * 1024)) ;;
-	MB) bytes=$((n * 1000000)) ;;
-	M | MiB) bytes=$((n * 1048576)) ;;
-	GB) bytes=$((n * 1000000000)) ;;
-	G | GiB) bytes=$((n * 1073741824)) ;;
-	TB) bytes=$((n * 1000000000000)) ;;
-	T | TiB) bytes=$((n * 1099511627776)) ;;
+	b | bytes) mult=1 ;;
+	KB) mult=1000 ;;
+	k | KiB) mult=1024 ;;
+	MB) mult=1000000 ;;
+	M | MiB) mult=1048576 ;;
+	GB) mult=1000000000 ;;
+	G | GiB) mult=1073741824 ;;
+	TB) mult=1000000000000 ;;
+	T | TiB) mult=1099511627776 ;;
 	*) return 1 ;;
 	esac
-	echo $(((bytes + 1048575) / 1048576))
+	# a decimal number (no octal from a leading 0) whose bytes fit 63 bits
+	[[ "$n" =~ ^[0-9]{1,18}$ ]] || return 1
+	n=$((10#$n))
+	[ "$n" -le $((0x7fffffffffffffff / mult)) ] || return 1
+	echo $(((n * mult + 1048575) / 1048576))
 }
 
 # An XPath string value of the XML in $1 (empty when absent; non-zero

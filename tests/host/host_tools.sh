@@ -213,6 +213,41 @@ test_domxml_escapes() {
 	fi
 }
 
+# The hook's RAM size from XML as libvirt formats it: <metadata> keeps the
+# user's markup verbatim (a comment holding a fake <memory> comes first);
+# a size that would overflow, or 0, is refused; a leading 0 is decimal.
+test_hook_reads_ram_as_libvirt_writes_it() {
+	local bad="" got
+	ram_of() {
+		(
+			# shellcheck source=../../scripts/libvirt/qemu.d/zeropin
+			. "$HOOK"
+			DOMAIN=vm1
+			XML="<domain type='kvm'>
+  <name>vm1</name>
+  <metadata>
+    <x:a xmlns:x=\"urn:x\"><!--<memory unit='KiB'>1</memory>--></x:a>
+  </metadata>
+  <memory unit='$1'>$2</memory>
+  <memoryBacking><source type='file'/></memoryBacking>
+</domain>"
+			read_ram 2>&1 && echo "$RAM_MIB"
+		)
+	}
+	got=$(ram_of KiB 16777216)
+	[ "$got" = 16384 ] || bad="$bad metadata:[$got]"
+	got=$(ram_of KiB 010)
+	[ "$got" = 1 ] || bad="$bad leading-zero:[$got]"
+	ram_of KiB 9007199254740992 | grep -q "cannot read" || bad="$bad overflow:[$(ram_of KiB 9007199254740992)]"
+	ram_of TiB 99999999 | grep -q "cannot read" || bad="$bad tib-overflow"
+	ram_of KiB 0 | grep -q "is 0" || bad="$bad zero"
+	if [ -z "$bad" ]; then
+		ok "hook: RAM read from libvirt's XML past <metadata>; overflow and 0 refused"
+	else
+		not_ok "hook: RAM size from libvirt's XML" "$bad"
+	fi
+}
+
 # libvirt reads qemu.conf's first memory_backing_dir, in either quotes:
 # the hook must agree, or a domain on the mount is not seen as zeropin's.
 test_hook_reads_qemu_conf_as_libvirt() {
@@ -285,6 +320,37 @@ test_qemu_conf_other_dir_needs_force() {
 	fi
 }
 
+# setup, then the admin points libvirt elsewhere, then setup --force:
+# teardown puts back the admin's folder, not what the first setup saw; a
+# folder changed since setup is left alone, and the saved value kept.
+test_qemu_conf_saved_value_follows_setup() {
+	local dir="$TMP/qs" bad=""
+	rm -rf "$dir" && mkdir -p "$dir"
+	printf '# qemu.conf\n' >"$dir/qemu.conf"
+	bad=$(
+		# shellcheck source=../../scripts/zeropin-host
+		. "$HOST"
+		ZP_PROG=zeropin-host
+		ZEROPIN_QEMU_CONF="$dir/qemu.conf" ZEROPIN_MOUNT=/run/zeropin-test
+		QEMU_CONF_SAVED="$dir/saved" EDIT_QEMU_CONF=1 FORCE=0
+		setup_libvirt >/dev/null 2>&1
+		qemu_conf_write /srv/other
+		FORCE=1 setup_libvirt >/dev/null 2>&1
+		restore_libvirt >/dev/null 2>&1
+		[ "$(zp_backing_dir_setting)" = /srv/other ] || echo "teardown restored '$(zp_backing_dir_setting)'"
+		FORCE=1 setup_libvirt >/dev/null 2>&1
+		qemu_conf_write /srv/changed-since
+		out=$(restore_libvirt 2>&1)
+		[ "$(zp_backing_dir_setting)" = /srv/changed-since ] && [ -f "$QEMU_CONF_SAVED" ] &&
+			echo "$out" | grep -q "no longer /run/zeropin-test" || echo "changed since setup: $out"
+	)
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: teardown restores the folder the last setup replaced, and leaves one changed since"
+	else
+		not_ok "zeropin-host: saved qemu.conf value" "$bad"
+	fi
+}
+
 test_usage_errors() {
 	local bad=""
 	"$DOMXML" --memory-mib 1 >/dev/null 2>&1 && bad="$bad domxml-without-name"
@@ -314,8 +380,9 @@ serial_text() {
 
 # A libvirt log with two starts; the report is about the last one. In it,
 # firmware sets the port up and prints (SeaBIOS, then GRUB's "Loading
-# Linux"), a divisor byte goes to register 0 with the latch set; (c) is
-# the "L" of the kernel's "Linux version" only.
+# Linux"), and with the divisor latch set even the bytes of a whole
+# banner go to register 0 (divisor values, not text); (c) is the "L" of
+# the kernel's "Linux version" only.
 test_timeline_reads_last_start() {
 	local out want='"a":1795462105.079,"b":1795462105.579000,"c":1795462106.579000,"a_b_ms":500,"b_c_ms":1000,"a_c_ms":1500'
 	mkdir -p "$TMP/logs"
@@ -329,9 +396,9 @@ test_timeline_reads_last_start() {
 		echo "232@1795462105.600000:serial_update_parameters baudrate=115200 parity=78 data=8 stop=1"
 		serial_text 232 "SeaBIOS (version 1.16.2)" 1795462105.700000
 		serial_text 232 "Loading Linux 6.1.0-56-amd64 ..." 1795462105.800000
-		echo "232@1795462106.500000:serial_write write addr 0x03 val 0x83"
-		echo "232@1795462106.500001:serial_write write addr 0x00 val 0x4c"
-		echo "232@1795462106.500002:serial_write write addr 0x03 val 0x03"
+		echo "232@1795462106.400000:serial_write write addr 0x03 val 0x83"
+		serial_text 232 "Linux version 9" 1795462106.500000
+		echo "232@1795462106.520000:serial_write write addr 0x03 val 0x03"
 		serial_text 232 "Linux version 6.1.0" 1795462106.579000
 	} >"$TMP/logs/vm1.log"
 	# the VFIO ioctls recorded (record-tgid: "comm-tid (tgid) [cpu]"):
@@ -462,9 +529,11 @@ main() {
 	test_release_finds_leftover_ram
 	test_domxml_validates
 	test_domxml_escapes
+	test_hook_reads_ram_as_libvirt_writes_it
 	test_hook_reads_qemu_conf_as_libvirt
 	test_qemu_conf_edit
 	test_qemu_conf_other_dir_needs_force
+	test_qemu_conf_saved_value_follows_setup
 	test_usage_errors
 	test_timeline_reads_last_start
 	test_install_tools

@@ -22,6 +22,8 @@
 #                              pool back to its target, the hook saw no leak
 #   hook_refuses_without_module  no zeropin.ko to load: the start is refused with
 #                              the hook's sentence
+#   setup_while_libvirtd_runs_makes_the_folder  teardown + setup with
+#                              libvirtd running: MOUNT/libvirt/qemu is QEMU's
 #   nova_shaped_domain_starts  the memory backing Nova writes (immediate
 #                              allocation, discard) starts and stops cleanly,
 #                              after a teardown + setup while libvirtd ran
@@ -192,23 +194,27 @@ test_qemu_runs_confined() {
 	fi
 }
 
-# A domain that names a RAM file of its own choosing on the mount, outside
-# the folder libvirt made for it (here through <qemu:commandline>): QEMU's
-# profile allows only its own folder, so the start fails and nothing is
-# created there.
+# A domain that names a RAM file of its own choosing in another domain's
+# RAM folder (running g1's, libvirt-qemu's own and 0700: the file modes
+# let any QEMU in), here through <qemu:commandline>: QEMU's profile allows
+# only its own folder, so the start fails, AppArmor says so in the kernel
+# log, and nothing is created there.
 test_foreign_path_refused() {
-	local out rc=0 steal=/run/zeropin/libvirt/qemu/stolen-ram
+	local out rc=0 dir steal denied
+	dir=$(find /run/zeropin/libvirt/qemu -maxdepth 1 -type d -name '*-g1' | head -n 1)
+	steal="$dir/stolen-ram"
 	zeropin-domxml --name f1 --type qemu --memory-mib 64 --vcpus 1 --anonymous --kernel /l2/vmlinux --console-log /tmp/f1-console.log \
 		--timeline --emulator /usr/bin/qemu-system-x86_64 >/tmp/f1.xml
 	# into --timeline's <qemu:commandline> (its namespace declared)
 	sed -i "s|  </qemu:commandline>|    <qemu:arg value='-object'/>\\n    <qemu:arg value='memory-backend-file,id=steal,size=2M,share=on,mem-path=$steal'/>\\n  </qemu:commandline>|" /tmp/f1.xml
 	out=$("${VIRSH[@]}" define /tmp/f1.xml 2>&1 && "${VIRSH[@]}" start f1 2>&1) || rc=$?
 	grep -q "mem-path=$steal" /var/log/libvirt/qemu/f1.log 2>/dev/null || out="QEMU was not given the path: $out"
-	if [ "$rc" != 0 ] && echo "$out" | grep -q "Permission denied" && [ ! -e "$steal" ] &&
-		! echo "$out" | grep -q "not given the path"; then
+	denied=$(dmesg | grep 'apparmor="DENIED"' | grep -c "name=\"$steal\"")
+	if [ -n "$dir" ] && [ "$rc" != 0 ] && echo "$out" | grep -q "Permission denied" && [ ! -e "$steal" ] &&
+		[ "$denied" -gt 0 ] && ! echo "$out" | grep -q "not given the path"; then
 		ok "foreign_path_refused"
 	else
-		not_ok "foreign_path_refused" "exit $rc, $steal $([ -e "$steal" ] && echo exists || echo absent): $out"
+		not_ok "foreign_path_refused" "g1's folder '$dir'; exit $rc, $steal $([ -e "$steal" ] && echo exists || echo absent), $denied AppArmor denials: $out"
 		"${VIRSH[@]}" destroy f1 >/dev/null 2>&1
 	fi
 	"${VIRSH[@]}" undefine f1 >/dev/null 2>&1
@@ -245,6 +251,18 @@ test_hook_refuses_without_module() {
 	conf_module "$MOD"
 	# the hook never mounts: set the host up again, as zeropin.service would
 	zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" >/dev/null 2>&1
+}
+
+# hook_refuses_without_module tore the host down and set it up again with
+# libvirtd running: setup made libvirt's folder on the new mount for
+# QEMU's user, as libvirtd does when it starts (nova_shaped_domain_starts
+# then starts a domain there).
+test_setup_while_libvirtd_runs_makes_the_folder() {
+	if [ "$(stat -c %U:%a /run/zeropin/libvirt/qemu 2>/dev/null)" = libvirt-qemu:755 ]; then
+		ok "setup_while_libvirtd_runs_makes_the_folder"
+	else
+		not_ok "setup_while_libvirtd_runs_makes_the_folder" "$(ls -la /run/zeropin/libvirt 2>&1)"
+	fi
 }
 
 test_nova_shaped_domain_starts() {
@@ -294,7 +312,7 @@ main() {
 	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	echo "TAP version 13"
-	echo "1..10"
+	echo "1..11"
 	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
@@ -304,6 +322,7 @@ main() {
 	test_reservations_count_concurrent_starts
 	test_destroy_leaves_nothing
 	test_hook_refuses_without_module
+	test_setup_while_libvirtd_runs_makes_the_folder
 	test_nova_shaped_domain_starts
 	test_start_after_reboot
 	for d in g1 n1; do "${VIRSH[@]}" undefine "$d" >/dev/null 2>&1; done
