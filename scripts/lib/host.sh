@@ -176,35 +176,33 @@ zp_statfs() {
 	ZP_FS_FREE_MIB=$((bsize * bavail / 1048576))
 }
 
-# Size of the filesystem at $1, MiB.
-zp_size_mib() {
-	local bsize blocks
-	read -r bsize blocks <<<"$(stat -f -c '%S %b' -- "$1")"
-	echo $((bsize * blocks / 1048576))
-}
-
 # MiB free on a mount.
 zp_free_mib() {
-	local bsize bavail
-	read -r bsize bavail <<<"$(stat -f -c '%S %a' -- "$1")"
-	echo $((bsize * bavail / 1048576))
+	zp_statfs "$1" && echo "$ZP_FS_FREE_MIB"
 }
 
 # --- libvirt ---
-# memory_backing_dir as libvirt reads a qemu.conf: the first setting wins,
-# in double or single quotes; empty when unset. Read in the shell itself,
-# not through augeas (see zp_conf_key(): the hook runs in every start).
-zp_backing_dir_setting() {
-	local conf="${1:-$ZEROPIN_QEMU_CONF}" line
+# A setting of a qemu.conf ($1: its key; $2: the file) as libvirt reads
+# it: the first setting wins, in double or single quotes; empty when
+# unset. Read in the shell itself, not through augeas (see zp_conf_key():
+# the hook runs in every start).
+zp_qemu_conf_value() {
+	local conf="${2:-$ZEROPIN_QEMU_CONF}" line
 	[ -r "$conf" ] || return 0
 	while IFS= read -r line || [ -n "$line" ]; do
 		# a glob first: the regex costs on Debian's 970-line qemu.conf
-		[[ "$line" == *memory_backing_dir* ]] || continue
-		if [[ "$line" =~ ^[[:space:]]*memory_backing_dir[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
+		[[ "$line" == *"$1"* ]] || continue
+		if [[ "$line" =~ ^[[:space:]]*$1[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
 			echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
 			return 0
 		fi
 	done <"$conf"
+}
+
+# memory_backing_dir of a qemu.conf ($1, default ZEROPIN_QEMU_CONF), empty
+# when unset.
+zp_backing_dir_setting() {
+	zp_qemu_conf_value memory_backing_dir "$@"
 }
 
 # The folder libvirt puts file-backed guest RAM in: memory_backing_dir, or
@@ -219,16 +217,8 @@ ZP_LIBVIRT_DEFAULT_BACKING_DIR=/var/lib/libvirt/qemu/ram
 # QEMU's user or group ($1: user or group) as libvirt runs it: qemu.conf's
 # setting, or Debian's build default (libvirt-qemu for both).
 zp_qemu_identity() {
-	local conf="${2:-$ZEROPIN_QEMU_CONF}" line val=""
-	if [ -r "$conf" ]; then
-		while IFS= read -r line || [ -n "$line" ]; do
-			[[ "$line" == *"$1"* ]] || continue
-			if [[ "$line" =~ ^[[:space:]]*$1[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
-				val="${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
-				break
-			fi
-		done <"$conf"
-	fi
+	local val
+	val=$(zp_qemu_conf_value "$1" "${2:-}")
 	echo "${val:-libvirt-qemu}"
 }
 
