@@ -42,7 +42,8 @@
  * same way (zfs_add_page()): the VM lives on, mapped there with PTEs and
  * pinned there by GUP, and the pool counts the pages (fallback_pages).
  * A range is either one block or 4 KiB pages, never both; it stays in
- * pages until it is punched or truncated. The mount is charged by the
+ * pages until it is punched or truncated. A file that never fell back
+ * adds its blocks without looking for pages (ZFS_PAGES_FILED). The mount is charged by the
  * page (size= is still a whole number of blocks).
  *
  * On 6.1 the core may map a folio that crosses EOF with a PMD (6.12 falls
@@ -101,6 +102,14 @@ struct zfs_sb_info {
 	unsigned long max_pages;	/* size= in pages, a whole number of blocks */
 	atomic_long_t used_pages;	/* pages in this mount's files */
 };
+
+/*
+ * A file's inode->i_private holds flags (no other use here):
+ * ZFS_PAGES_FILED: some range of the file went to 4 KiB pages
+ * (zfs_add_page()), for the file's life; until then no range holds any,
+ * and a block is added without looking (zfs_range_in_pages()).
+ */
+#define ZFS_PAGES_FILED	1UL
 
 struct zfs_fs_context {
 	unsigned long long size;	/* bytes; 0 when size= was not given */
@@ -343,6 +352,10 @@ static int zfs_add_page(struct inode *inode, pgoff_t index, struct vm_area_struc
 
 	if (!charge_pages(inode->i_sb, 1))
 		return -ENOSPC;
+	/* before the page is in the xarray: a block added in its range
+	 * meanwhile fails there (-EEXIST, under the xarray's lock), and its
+	 * retry sees the flag */
+	WRITE_ONCE(inode->i_private, (void *)ZFS_PAGES_FILED);
 	folio = zp_pool_get_page(zfs_block_node(vma, index));
 	if (!folio) {
 		uncharge_pages(inode->i_sb, 1);
@@ -360,6 +373,15 @@ static bool zfs_range_has_folio(struct address_space *mapping, pgoff_t index)
 	return filemap_range_has_page(mapping, start, start + ZP_BLOCK_SIZE - 1);
 }
 
+/* Whether the range may be in 4 KiB pages: only looked for once the
+ * file has filed any (a walk of the xarray per block otherwise costs the
+ * never-touched map ~10 % for nothing). */
+static bool zfs_range_in_pages(struct inode *inode, pgoff_t index)
+{
+	return ((unsigned long)READ_ONCE(inode->i_private) & ZFS_PAGES_FILED) &&
+	       zfs_range_has_folio(inode->i_mapping, index);
+}
+
 /*
  * A block at index where the range is empty, else (no block to be had,
  * or the range already in 4 KiB pages) a 4 KiB page; said on the kernel
@@ -371,13 +393,17 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 {
 	int ret;
 
-	if (zfs_range_has_folio(inode->i_mapping, index))
+	if (zfs_range_in_pages(inode, index))
 		return zfs_add_page(inode, index, vma, out);
 	ret = zfs_add_block(inode, index, vma, out);
 	/* full, but another task filed the range meanwhile (its charge
 	 * made ours fail): the caller looks again */
-	if (ret == -ENOSPC && zfs_range_has_folio(inode->i_mapping, index))
+	if (ret == -ENOSPC && zfs_range_has_folio(inode->i_mapping, index)) {
+		/* seen without the xarray's lock: the retry must see the
+		 * flag set before the page went in (pairs with xas_store()) */
+		smp_rmb();
 		return -EEXIST;
+	}
 	if (ret != -ENOMEM)
 		return ret;
 	/* compaction gives up on a dying task: no reason to fall back */

@@ -182,21 +182,42 @@ zp_free_mib() {
 }
 
 # --- libvirt ---
-# A setting of a qemu.conf ($1: its key; $2: the file) as libvirt reads
-# it: the first setting wins, in double or single quotes; empty when
-# unset. Read in the shell itself, not through augeas (see zp_conf_key():
-# the hook runs in every start).
-zp_qemu_conf_value() {
-	local conf="${2:-$ZEROPIN_QEMU_CONF}" line
+# Settings of a qemu.conf ($1), read in one pass as libvirt reads them:
+# for each KEY (the rest of the arguments), its first line KEY = VALUE into
+# ZP_QC_KEY (empty when unset): a quoted string's text (either quotes), or
+# a one-line list's items (["a", 'b']) joined by spaces. The hook reads
+# several in every start: one pass over Debian's 970-line file, not one
+# each, and in the shell itself, not through augeas (a fork).
+zp_qemu_conf_read() {
+	local conf="$1" line k rest v
+	shift
+	local -A seen=()
+	for k; do printf -v "ZP_QC_$k" '%s' ""; done
 	[ -r "$conf" ] || return 0
 	while IFS= read -r line || [ -n "$line" ]; do
-		# a glob first: the regex costs on Debian's 970-line qemu.conf
-		[[ "$line" == *"$1"* ]] || continue
-		if [[ "$line" =~ ^[[:space:]]*$1[[:space:]]*=[[:space:]]*(\"([^\"]*)\"|\'([^\']*)\') ]]; then
-			echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
-			return 0
-		fi
+		for k; do
+			# a glob first: the regex costs on every line
+			[[ -z "${seen[$k]:-}" && "$line" == *"$k"* ]] || continue
+			[[ "$line" =~ ^[[:space:]]*$k[[:space:]]*=[[:space:]]*(.*)$ ]] || continue
+			seen[$k]=1
+			rest=${BASH_REMATCH[1]} v=""
+			while [[ "$rest" =~ ^[[:space:],\[]*(\"([^\"]*)\"|\'([^\']*)\')(.*)$ ]]; do
+				v+="${v:+ }${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+				rest=${BASH_REMATCH[4]}
+				[[ "$rest" =~ ^[[:space:]]*, ]] || break
+			done
+			printf -v "ZP_QC_$k" '%s' "$v"
+		done
+		[ "${#seen[@]}" -lt "$#" ] || break
 	done <"$conf"
+}
+
+# One setting KEY of a qemu.conf (default ZEROPIN_QEMU_CONF), printed
+# (see zp_qemu_conf_read()).
+zp_qemu_conf_value() {
+	local var="ZP_QC_$1"
+	zp_qemu_conf_read "${2:-$ZEROPIN_QEMU_CONF}" "$1"
+	echo "${!var}"
 }
 
 # memory_backing_dir of a qemu.conf ($1, default ZEROPIN_QEMU_CONF), empty
@@ -219,8 +240,9 @@ ZP_LIBVIRT_DEFAULT_BACKING_DIR=/var/lib/libvirt/qemu/ram
 zp_qemu_identity() {
 	local val
 	val=$(zp_qemu_conf_value "$1" "${2:-}")
-	echo "${val:-libvirt-qemu}"
+	echo "${val:-$ZP_LIBVIRT_DEFAULT_QEMU_ID}"
 }
+ZP_LIBVIRT_DEFAULT_QEMU_ID=libvirt-qemu
 
 # Convert an amount in a libvirt unit to MiB (rounded up).
 zp_to_mib() {

@@ -248,6 +248,26 @@ test_hook_reads_ram_as_libvirt_writes_it() {
 	fi
 }
 
+# qemu.conf as libvirt reads it: the first setting of a key wins, strings
+# in either quotes, a one-line list's items; several keys in one pass.
+test_qemu_conf_read() {
+	local got
+	printf '%s\n' '#user = "commented"' 'user = "+0"' 'security_driver = [ "apparmor", '"'"'selinux'"'"' ]' \
+		"memory_backing_dir = '/run/a' # a comment" 'memory_backing_dir = "/run/b"' 'hugetlbfs_mount=["/dev/hp"]' \
+		>"$TMP/read.conf"
+	got=$(
+		# shellcheck source=../../scripts/lib/host.sh
+		. "$ROOT/scripts/lib/host.sh"
+		zp_qemu_conf_read "$TMP/read.conf" user group security_driver memory_backing_dir hugetlbfs_mount
+		echo "$ZP_QC_user|$ZP_QC_group|$ZP_QC_security_driver|$ZP_QC_memory_backing_dir|$ZP_QC_hugetlbfs_mount"
+	)
+	if [ "$got" = "+0||apparmor selinux|/run/a|/dev/hp" ]; then
+		ok "host.sh: qemu.conf read as libvirt reads it (first wins, either quotes, lists, unset empty)"
+	else
+		not_ok "host.sh: qemu.conf read as libvirt reads it" "got '$got'"
+	fi
+}
+
 # libvirt reads qemu.conf's first memory_backing_dir, in either quotes:
 # the hook must agree, or a domain on the mount is not seen as zeropin's.
 test_hook_reads_qemu_conf_as_libvirt() {
@@ -531,6 +551,7 @@ main() {
 	test_domxml_escapes
 	test_hook_reads_ram_as_libvirt_writes_it
 	test_hook_reads_qemu_conf_as_libvirt
+	test_qemu_conf_read
 	test_qemu_conf_edit
 	test_qemu_conf_other_dir_needs_force
 	test_qemu_conf_saved_value_follows_setup

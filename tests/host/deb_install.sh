@@ -1,0 +1,146 @@
+#!/bin/bash
+# deb_install - zeropin's Debian packages installed as an operator installs
+# them: into a minimal Debian 12 made by debootstrap from the registry this
+# machine installs from, with apt resolving their dependencies; then what
+# an operator runs, remove and purge. Prints TAP.
+#
+#   install          apt installs zeropin-tools and zeropin-dkms; DKMS knows
+#                    the module; zeropin.service is neither enabled nor started
+#   programs_run     zeropin-host, zeropin-domxml and zeropin-timeline run
+#                    from /usr, their library found; the XML validates
+#   setup_says_why   zeropin-host setup where no module is built for the
+#                    running kernel stops at the module, saying so
+#   remove_keeps_configuration  remove: the programs go, the configuration
+#                    and the hook stay (conffiles), the hook passes domains
+#   purge_removes_everything    purge: the conffiles and /var/lib/zeropin go
+#
+# USAGE: tests/host/deb_install.sh      (root; the packages from make deb)
+# Skips when debootstrap is missing or the registry cannot be reached. The
+# chroot stays in build/deb-chroot for the next run (its base only; the
+# packages are installed afresh), so a run costs a download once.
+set -u
+ROOT=$(CDPATH="" cd -- "$(dirname -- "$0")/../.." && pwd)
+DEBS="$ROOT/build/deb"
+CHROOT="$ROOT/build/deb-chroot/root"	# outside build/deb, which make deb empties
+BASE_TGZ="$ROOT/build/deb-chroot/base.tar"	# the debootstrapped base, reused
+TAP_PREFIX=deb
+. "$ROOT/tests/lib/tap.sh"
+
+# The first Debian mirror this machine installs from (one-line or deb822).
+mirror() {
+	{
+		grep -hE '^deb\s+(\[[^]]*\]\s+)?https?://' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			sed -E 's/^deb\s+(\[[^]]*\]\s+)?(\S+).*/\2/'
+		grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{ print $2 }'
+	} | grep -m1 -E '/debian/?$'
+}
+
+in_chroot() {
+	timeout 600 chroot "$CHROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+cleanup() {
+	umount "$CHROOT/proc" 2>/dev/null
+	return 0
+}
+
+# A fresh chroot from the saved base, or a debootstrap (saved for next time).
+make_chroot() {
+	local m
+	rm -rf -- "$CHROOT"
+	mkdir -p "$CHROOT"
+	if [ -s "$BASE_TGZ" ]; then
+		tar -xf "$BASE_TGZ" -C "$CHROOT" && return 0
+	fi
+	m=$(mirror)
+	[ -n "$m" ] || return 1
+	timeout 1200 debootstrap --variant=minbase bookworm "$CHROOT" "$m" >"${CHROOT%/*}/debootstrap.log" 2>&1 || return 1
+	tar -cf "$BASE_TGZ" -C "$CHROOT" .
+}
+
+test_install() {
+	local out rc=0
+	local debs=() d
+	for d in "$CHROOT"/tmp/debs/zeropin-*.deb; do debs+=("/tmp/debs/${d##*/}"); done
+	out=$(in_chroot apt-get install -y -q --no-install-recommends "${debs[@]}" 2>&1) || rc=$?
+	if [ "$rc" = 0 ] && in_chroot dkms status 2>/dev/null | grep -q '^zeropin/' &&
+		[ ! -e "$CHROOT/etc/systemd/system/multi-user.target.wants/zeropin.service" ] &&
+		[ -f "$CHROOT/lib/systemd/system/zeropin.service" ]; then
+		ok "install"
+	else
+		not_ok "install" "exit $rc: $(echo "$out" | tail -n 15)
+dkms: $(in_chroot dkms status 2>&1)"
+	fi
+}
+
+test_programs_run() {
+	local bad=""
+	in_chroot zeropin-host --help | grep -q 'USAGE' || bad="$bad zeropin-host"
+	in_chroot zeropin-timeline --help | grep -q 'USAGE' || bad="$bad zeropin-timeline"
+	in_chroot zeropin-domxml --name vm1 --hostdev 0000:65:00.0 >"$CHROOT/tmp/vm1.xml" &&
+		in_chroot xmllint --noout /tmp/vm1.xml || bad="$bad zeropin-domxml"
+	in_chroot /etc/libvirt/hooks/qemu.d/zeropin --help | grep -q 'prepare begin' || bad="$bad hook"
+	if [ -z "$bad" ]; then
+		ok "programs_run"
+	else
+		not_ok "programs_run" "failed:$bad"
+	fi
+}
+
+# No module for this machine's kernel in the chroot: setup must stop at
+# the module and say what to do, before it touches anything.
+test_setup_says_why() {
+	local out rc=0
+	out=$(in_chroot zeropin-host setup 2>&1) || rc=$?
+	if [ "$rc" != 0 ] && echo "$out" | grep -qi 'zeropin.ko\|module' && ! grep -qs zeropinfs /proc/mounts; then
+		ok "setup_says_why"
+	else
+		not_ok "setup_says_why" "exit $rc: $out"
+	fi
+}
+
+test_remove_keeps_configuration() {
+	local out rc=0 hook_rc=0
+	out=$(in_chroot apt-get remove -y -q zeropin-tools 2>&1) || rc=$?
+	in_chroot /etc/libvirt/hooks/qemu.d/zeropin vm1 prepare begin - <"$CHROOT/tmp/vm1.xml" >/dev/null 2>&1 || hook_rc=$?
+	if [ "$rc" = 0 ] && [ ! -e "$CHROOT/usr/sbin/zeropin-host" ] && [ -f "$CHROOT/etc/zeropin/zeropin.conf" ] &&
+		[ -f "$CHROOT/etc/libvirt/hooks/qemu.d/zeropin" ] && [ "$hook_rc" = 0 ]; then
+		ok "remove_keeps_configuration"
+	else
+		not_ok "remove_keeps_configuration" "exit $rc, the hook's $hook_rc: $(echo "$out" | tail -n 5)"
+	fi
+}
+
+test_purge_removes_everything() {
+	local out rc=0
+	mkdir -p "$CHROOT/var/lib/zeropin" && echo saved >"$CHROOT/var/lib/zeropin/qemu-conf"
+	out=$(in_chroot apt-get purge -y -q zeropin-tools zeropin-dkms 2>&1) || rc=$?
+	if [ "$rc" = 0 ] && [ ! -e "$CHROOT/etc/zeropin/zeropin.conf" ] && [ ! -e "$CHROOT/etc/libvirt/hooks/qemu.d/zeropin" ] &&
+		[ ! -e "$CHROOT/var/lib/zeropin" ] && [ ! -e "$CHROOT/usr/src/zeropin-"* ]; then
+		ok "purge_removes_everything"
+	else
+		not_ok "purge_removes_everything" "exit $rc: $(echo "$out" | tail -n 5)"
+	fi
+}
+
+main() {
+	[ "$(id -u)" = 0 ] || skip_all "needs root (chroot)"
+	command -v debootstrap >/dev/null || skip_all "no debootstrap (scripts/install-deps deb)"
+	ls "$DEBS"/zeropin-tools_*.deb "$DEBS"/zeropin-dkms_*.deb >/dev/null 2>&1 || skip_all "no packages (make deb)"
+	trap cleanup EXIT
+	make_chroot || skip_all "debootstrap from the registry failed (see ${CHROOT%/*}/debootstrap.log)"
+	mkdir -p "$CHROOT/tmp/debs" && cp "$DEBS"/zeropin-*.deb "$CHROOT/tmp/debs/"
+	mount -t proc proc "$CHROOT/proc"
+	cp /etc/resolv.conf "$CHROOT/etc/resolv.conf" 2>/dev/null
+	in_chroot apt-get update -q >/dev/null 2>&1 || skip_all "apt-get update in the chroot failed: no registry"
+	echo "TAP version 13"
+	echo "1..5"
+	test_install
+	test_programs_run
+	test_setup_says_why
+	test_remove_keeps_configuration
+	test_purge_removes_everything
+	[ "$FAILS" = 0 ]
+}
+
+main "$@"
