@@ -88,11 +88,13 @@ test_programs_run() {
 }
 
 # No module for this machine's kernel in the chroot: setup must stop at
-# the module and say what to do, before it touches anything.
+# the module and say what to do, before it touches anything. (Where this
+# machine has zeropin loaded, setup would go on and mount on it: skipped.)
 test_setup_says_why() {
 	local out rc=0
+	[ ! -d /sys/module/zeropin ] || { skip setup_says_why "zeropin is loaded on this machine: setup would use it"; return; }
 	out=$(in_chroot zeropin-host setup 2>&1) || rc=$?
-	if [ "$rc" != 0 ] && echo "$out" | grep -qi 'zeropin.ko\|module' && ! grep -qs zeropinfs /proc/mounts; then
+	if [ "$rc" != 0 ] && echo "$out" | grep -q 'cannot load zeropin.ko: install it' && ! grep -qs zeropinfs /proc/mounts; then
 		ok "setup_says_why"
 	else
 		not_ok "setup_says_why" "exit $rc: $out"
