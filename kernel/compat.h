@@ -97,6 +97,17 @@ typedef struct user_namespace zp_idmap_t;
 #define ZP_NOP_IDMAP (&init_user_ns)
 #endif
 
+/* --- VFS: generic_fillattr() takes the statx request mask since 6.6 --- */
+static inline void zp_generic_fillattr(zp_idmap_t *idmap, u32 request_mask,
+				       struct inode *inode, struct kstat *stat)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+	generic_fillattr(idmap, request_mask, inode, stat);
+#else
+	generic_fillattr(idmap, inode, stat);
+#endif
+}
+
 /* --- VFS: inode timestamps behind accessors since 6.6/6.7 --- */
 static inline void zp_inode_init_times(struct inode *inode)
 {

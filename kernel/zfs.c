@@ -601,6 +601,21 @@ static int zfs_setattr(zp_idmap_t *idmap, struct dentry *dentry, struct iattr *a
 	return 0;
 }
 
+/*
+ * stat() of a file reports the block as st_blksize, as tmpfs with huge
+ * pages reports its PMD size: the I/O size that fills whole blocks, and
+ * the alignment a program that mmaps by st_blksize needs for PMD maps.
+ * No lock: the inode's fields are read as generic_fillattr() reads them.
+ */
+static int zfs_getattr(zp_idmap_t *idmap, const struct path *path,
+		       struct kstat *stat, u32 request_mask,
+		       unsigned int query_flags)
+{
+	zp_generic_fillattr(idmap, request_mask, d_inode(path->dentry), stat);
+	stat->blksize = ZP_BLOCK_SIZE;
+	return 0;
+}
+
 static const struct inode_operations zfs_dir_iops = {
 	.create		= zfs_create,
 	.lookup		= simple_lookup,
@@ -614,6 +629,7 @@ static const struct inode_operations zfs_dir_iops = {
 
 static const struct inode_operations zfs_file_iops = {
 	.setattr	= zfs_setattr,
+	.getattr	= zfs_getattr,
 };
 
 /* --- file I/O --- */

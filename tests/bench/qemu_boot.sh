@@ -3,7 +3,7 @@
 # boot that carries both QEMU builds): the L2 of lib/l2.sh (q35, SeaBIOS,
 # GUEST_MIB of RAM, the edu passed through) started paused, resumed and run
 # to its kernel's first line; stock and patched QEMU (the series with its
-# defaults and fast-firmware=on), each on zeropin (guest RAM on zeropinfs)
+# defaults), each on zeropin (guest RAM on zeropinfs)
 # and on stock type1 (anonymous guest RAM, zeropin not claiming type1v2),
 # and without the device ("none": guest RAM on zeropinfs, no VFIO - the
 # same VM as a CPU VM, what a GPU VM's start is compared with), REPS times,
@@ -14,12 +14,9 @@
 # One JSON line per start:
 #   {"bench":"qemu_boot","kernel","qemu":"stock|patched","driver":
 #    "none|type1|zeropin","rep","guest_mib","map_ioctls","unmap_ioctls",
-#    "mib_mapped","map_ioctls_avoided","unmap_ioctls_avoided",
-#    "mib_map_avoided","init_ms","firmware_ms"}
+#    "mib_mapped","init_ms","firmware_ms"}
 # map/unmap ioctls and MiB mapped: kprobes on VFIO's container ioctl (the
-# same count for every build and driver); *_avoided: the patched QEMU's own
-# report (iova-cache-report=on), null for stock and without the device;
-# init_ms: QEMU start
+# same count for every build and driver); init_ms: QEMU start
 # until its monitor answers (realize, guest RAM mapped for VFIO);
 # firmware_ms: resume to the kernel's first line. Timings are TCG in TCG: compare within a run.
 set -u
@@ -34,7 +31,7 @@ die() { echo "qemu_boot: $*" >&2; exit 1; }
 
 # One start; prints its JSON line.
 start_once() {
-	local qemu="$1" driver="$2" rep="$3" flavour ram="" report avoided opts="" fast=() claim=1
+	local qemu="$1" driver="$2" rep="$3" flavour ram="" claim=1
 	flavour=$(l2_flavour "$qemu")
 	flavour=${flavour#qemu-}
 	if [ "$driver" = type1 ]; then
@@ -43,30 +40,20 @@ start_once() {
 	fi
 	echo "# echo $claim > $CLAIM"
 	echo "$claim" >"$CLAIM"
-	if [ "$flavour" = patched ]; then
-		opts=",iova-cache-report=on"
-		fast=(-machine fast-firmware=on)
-	fi
 	l2_base_args $ram
-	l2_kernel_args "$EDU" "$opts"
+	l2_kernel_args "$EDU"
 	# no device: the same VM as a CPU VM, the baseline of a GPU VM's start
 	[ "$driver" = none ] && L2_KERNEL=(-kernel /l2/vmlinux -append "$L2_CMDLINE")
 	vfio_count_reset
-	l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${fast[@]}" "${L2_KERNEL[@]}"
+	l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${L2_KERNEL[@]}"
 	[ -n "$RESUME_S" ] || die "$flavour on $driver: no kernel line in $FIRST_LINE_S s: $ERR"
 	vfio_count_read
-	report=$(echo "$ERR" | grep -m1 'vfio-iova-cache:')
-	avoided=null,null,null
-	[ -z "$report" ] || avoided=$(echo "$report" | sed -n \
-		's/.*map ioctls [0-9]* issued, \([0-9]*\) avoided; unmap ioctls [0-9]* issued, \([0-9]*\) avoided; bytes mapped [0-9]* issued, \([0-9]*\) avoided.*/\1,\2,\3/p' |
-		awk -F, '{ printf "%d,%d,%d", $1, $2, $3 / 1048576 }')
-	IFS=, read -r map_av unmap_av mib_av <<<"$avoided"
 	printf '{"bench":"qemu_boot","kernel":"%s","qemu":"%s","driver":"%s","rep":%d,"guest_mib":%d,' \
 		"$(uname -r | cut -d. -f1,2)" "$flavour" "$driver" "$rep" "$GUEST_MIB"
-	printf '"map_ioctls":%d,"unmap_ioctls":%d,"mib_mapped":%d,"map_ioctls_avoided":%s,' \
-		"$VFIO_MAPS" "$VFIO_UNMAPS" "$VFIO_MAP_MIB" "$map_av"
-	printf '"unmap_ioctls_avoided":%s,"mib_map_avoided":%s,"init_ms":%.0f,"firmware_ms":%.0f}\n' \
-		"$unmap_av" "$mib_av" "$(echo "$READY_S * 1000" | bc)" "$(echo "$RESUME_S * 1000" | bc)"
+	printf '"map_ioctls":%d,"unmap_ioctls":%d,"mib_mapped":%d,' \
+		"$VFIO_MAPS" "$VFIO_UNMAPS" "$VFIO_MAP_MIB"
+	printf '"init_ms":%.0f,"firmware_ms":%.0f}\n' \
+		"$(echo "$READY_S * 1000" | bc)" "$(echo "$RESUME_S * 1000" | bc)"
 }
 
 main() {

@@ -179,14 +179,16 @@ test_domxml_validates() {
 	command -v virt-xml-validate >/dev/null || { ok "domxml: # SKIP virt-xml-validate missing (libvirt-clients)"; return; }
 	"$DOMXML" --name t --type qemu --kernel /k --initrd /i --cmdline 'console=ttyS0' \
 		--hostdev 0000:00:03.0 --console-log /tmp/c.log --timeline --emulator /usr/bin/qemu-system-x86_64 >"$TMP/full.xml"
-	"$DOMXML" --name f --type qemu --kernel /k --fast-firmware \
-		--emulator /opt/zeropin/qemu-patched/bin/qemu-system-x86_64 >"$TMP/fast.xml"
-	grep -q "<qemu:arg value='fast-firmware=on'/>" "$TMP/fast.xml" || bad="$bad fast-no-arg"
-	for f in zeropin anon nova full fast; do
+	"$DOMXML" --name f --type qemu --kernel /k --skip-cold-reset --hostdev 0000:00:03.0 --hostdev 0000:00:04.0 \
+		--emulator /opt/zeropin/qemu-patched/bin/qemu-system-x86_64 >"$TMP/skip.xml"
+	[ "$(grep -c "<qemu:property name='x-skip-cold-reset' type='bool' value='true'/>" "$TMP/skip.xml")" = 2 ] &&
+		grep -q "<qemu:device alias='ua-hostdev1'>" "$TMP/skip.xml" &&
+		grep -q "<alias name='ua-hostdev1'/>" "$TMP/skip.xml" || bad="$bad skip-no-override"
+	for f in zeropin anon nova full skip; do
 		virt-xml-validate "$TMP/$f.xml" domain >/dev/null 2>&1 || bad="$bad $f"
 	done
 	if [ -z "$bad" ]; then
-		ok "domxml: zeropin, anonymous, Nova-shaped, timeline and fast-firmware XMLs validate against libvirt's schema"
+		ok "domxml: zeropin, anonymous, Nova-shaped, timeline and skip-cold-reset XMLs validate against libvirt's schema"
 	else
 		not_ok "domxml: XMLs validate against libvirt's schema" "invalid:$bad"
 	fi
@@ -195,6 +197,44 @@ test_domxml_validates() {
 # Every XML special character and a quote, in a name (text) and a disk
 # path (an attribute): the XML is valid and the values come back exactly.
 # Bash 5.2's patsub_replacement once turned < into <lt; and ' into 'apos;.
+# A fake sysfs device with a 64-bit BAR of $2 MiB (sysfs resource format).
+fake_pci_device() {
+	mkdir -p "$TMP/pci/$1"
+	{
+		echo "0x0000000000000000 0x0000000000000000 0x0000000000000000"
+		printf '0x%016x 0x%016x 0x000000000014220c\n' $((0xc000000000)) $((0xc000000000 + $2 * 1048576 - 1))
+		printf '0x%016x 0x%016x 0x0000000000040200\n' $((0xfe000000)) $((0xfeffffff))
+		for _ in 1 2 3 4; do echo "0x0000000000000000 0x0000000000000000 0x0000000000000000"; done
+	} >"$TMP/pci/$1/resource"
+}
+
+test_domxml_uefi() {
+	local bad="" x
+	fake_pci_device 0000:01:00.0 65536	# an H100-sized BAR1 in half
+	fake_pci_device 0000:02:00.0 16384
+	fake_pci_device 0000:03:00.0 256
+	ZP_PCI_SYSFS="$TMP/pci" "$DOMXML" --name u --uefi --kernel /k --hostdev 0000:01:00.0 --hostdev 0000:02:00.0 >"$TMP/uefi.xml"
+	grep -q "<os firmware='efi'>" "$TMP/uefi.xml" || bad="$bad no-efi"
+	grep -q "<feature enabled='no' name='secure-boot'/>" "$TMP/uefi.xml" || bad="$bad secure-boot"
+	# 80 GiB of BARs: 128 GiB rounded, twice that
+	grep -q "<qemu:arg value='name=opt/ovmf/X-PciMmio64Mb,string=262144'/>" "$TMP/uefi.xml" || bad="$bad aperture"
+	virt-xml-validate "$TMP/uefi.xml" domain >/dev/null 2>&1 || bad="$bad invalid"
+	# OVMF's default 32 GiB holds a 256 MiB BAR: no fw_cfg entry
+	x=$(ZP_PCI_SYSFS="$TMP/pci" "$DOMXML" --name u --uefi --hostdev 0000:03:00.0)
+	echo "$x" | grep -q X-PciMmio64Mb && bad="$bad small-bar-entry"
+	x=$("$DOMXML" --name u --uefi --mmio64-mib 65536)
+	echo "$x" | grep -q "X-PciMmio64Mb,string=65536'" || bad="$bad explicit"
+	"$DOMXML" --name u --uefi --mmio64-mib 3000 >/dev/null 2>&1 && bad="$bad not-pow2-taken"
+	"$DOMXML" --name u --mmio64-mib 4096 >/dev/null 2>&1 && bad="$bad seabios-aperture-taken"
+	x=$("$DOMXML" --name u --kernel /k)
+	echo "$x" | grep -q -e efi -e X-PciMmio64Mb && bad="$bad seabios-has-efi"
+	if [ -z "$bad" ]; then
+		ok "domxml: --uefi boots OVMF without secure boot and sizes its 64-bit aperture from the devices' BARs"
+	else
+		not_ok "domxml: --uefi" "wrong:$bad"
+	fi
+}
+
 test_domxml_escapes() {
 	local name="bob's <vm> & \"x\"" disk="/img/bob's & <1>.qcow2" got_name got_disk bad=""
 	"$DOMXML" --name "$name" --type qemu --disk "$disk" >"$TMP/esc.xml"
@@ -549,6 +589,7 @@ main() {
 	test_release_finds_leftover_ram
 	test_domxml_validates
 	test_domxml_escapes
+	test_domxml_uefi
 	test_hook_reads_ram_as_libvirt_writes_it
 	test_hook_reads_qemu_conf_as_libvirt
 	test_qemu_conf_read

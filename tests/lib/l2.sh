@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# The nested L2 VM of the QEMU series' tests (qemu_iova_cache,
-# qemu_firmware), sourced after tap.sh: both QEMU builds (make qemu; the
+# The nested L2 VM of the QEMU series' tests (qemu_ram_once,
+# qemu_firmware, qemu_reset), sourced after tap.sh: both QEMU builds (make qemu; the
 # lab has them under /opt/zeropin when tests/run-selftests adds them), the
 # edu passed through, and GUEST_MIB of guest RAM on zeropinfs.
 STOCK=/opt/zeropin/qemu-stock/bin/qemu-system-x86_64
@@ -130,7 +130,7 @@ l2_skip_if_died() {
 L2_CMDLINE='console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 oops=panic'
 
 # l2_kernel_args [HOST [DEVICE-OPTIONS]]: the device HOST (default: the
-# edu) passed through with DEVICE-OPTIONS (",iova-cache=off", ...) and the
+# edu) passed through with DEVICE-OPTIONS (",rombar=0", ...) and the
 # L2 kernel booted through PVH with L2_CMDLINE, into L2_KERNEL.
 l2_kernel_args() {
 	L2_KERNEL=(-device "vfio-pci,host=${1:-$EDU}${2:-}" -kernel /l2/vmlinux -append "$L2_CMDLINE")

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * l2_edu_init - /init of the nested guest (L2) in the QEMU series' tests
- * (tests/selftests/qemu_iova_cache.sh). L1's QEMU passes the lab's edu
+ * (tests/selftests/qemu_ram_once.sh). L1's QEMU passes the lab's edu
  * through to L2; from inside L2 this program
  *   - checks that edu DMA lands where L2's CPU sees it: a page of L2 RAM
  *     (physical address from /proc/self/pagemap) to the device and back to

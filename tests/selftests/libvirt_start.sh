@@ -33,6 +33,15 @@
 #   start_after_reboot         a simulated reboot (mount, module, /run gone):
 #                              what zeropin.service runs, then libvirtd, then
 #                              the domain starts, its RAM on zeropinfs
+#   uefi_gpu_domain_starts     zeropin-domxml --uefi: OVMF (Debian's, picked
+#                              by libvirt's firmware descriptors) boots the
+#                              L2 kernel's bzImage with the largest GPU
+#                              stand-in (scripts/lab --gpu, a 64 GiB BAR in
+#                              make check) and the edu passed through, in
+#                              the aperture zeropin-domxml sized; the L2
+#                              kernel assigns the BAR; the timeline's (c)
+#                              is the kernel's banner, after OVMF's own
+#                              output on the same serial port
 #
 # Each libvirt call has a deadline. Needs libvirt, bash and xmllint in the
 # lab (make lab-userland) and the L2 kernel at /l2/vmlinux; skips otherwise.
@@ -61,15 +70,17 @@ define() {
 		"${VIRSH[@]}" define "/tmp/$name.xml" >/dev/null
 }
 
-# Start DOMAIN and wait (60 s at most) for its kernel's first line.
+# Start DOMAIN and wait (SECONDS, 60 unless given) for its kernel's first
+# line.
 start() {
+	local wait_s="${2:-60}"
 	rm -f "/tmp/$1-console.log"
 	"${VIRSH[@]}" start "$1" 2>&1 || return 1
-	for _ in $(seq 1 300); do
+	for _ in $(seq 1 $((wait_s * 5))); do
 		grep -q 'Linux version' "/tmp/$1-console.log" 2>/dev/null && return 0
 		sleep 0.2
 	done
-	echo "no kernel line on $1's console in 60 s"
+	echo "no kernel line on $1's console in $wait_s s"
 	return 1
 }
 
@@ -336,6 +347,54 @@ $(tail -n 5 /var/log/libvirt/qemu/g1.log)"
 	"${VIRSH[@]}" destroy g1 >/dev/null 2>&1
 }
 
+UEFI_FIRST_LINE_S=600	# nested TCG: OVMF, then the bzImage decompressing itself
+
+# The GPU stand-in with the largest BAR (MiB of its 64-bit BARs), as
+# "ADDR MIB"; empty without one.
+largest_gpu() {
+	local d best="" most=0 mib n start end flags
+	for d in $(gpu_devices); do
+		mib=0 n=0
+		while read -r start end flags && [ "$n" -lt 6 ]; do
+			n=$((n + 1))
+			[ $((flags & 0x100000)) = 0 ] || mib=$((mib + (end - start + 1) / 1048576))
+		done <"/sys/bus/pci/devices/$d/resource"
+		[ "$mib" -gt "$most" ] && best=$d most=$mib
+	done
+	[ -z "$best" ] || echo "$best $most"
+}
+
+test_uefi_gpu_domain_starts() {
+	local gpu mib out tl c first log=/var/log/libvirt/qemu/u1.log bar
+	[ -f /usr/share/OVMF/OVMF_CODE_4M.fd ] && [ -f /l2/vmlinuz ] ||
+		{ ok "uefi_gpu_domain_starts # SKIP no OVMF or no L2 bzImage in the lab (make lab-userland)"; return; }
+	read -r gpu mib <<<"$(largest_gpu)"
+	[ -n "$gpu" ] || { ok "uefi_gpu_domain_starts # SKIP no GPU stand-in in this boot (scripts/lab --gpu)"; return; }
+	out=$(define u1 --uefi --hostdev "$gpu" --kernel /l2/vmlinuz 2>&1 && start u1 "$UEFI_FIRST_LINE_S" 2>&1)
+	tl=$(zeropin-timeline u1 --json 2>&1)
+	c=$(echo "$tl" | sed -n 's/.*"c":\([0-9.]*\).*/\1/p')
+	# OVMF's first byte on the serial port, before the kernel's
+	first=$(grep -a -m1 -o '^[0-9]*@[0-9.]*:serial_write write addr 0x00' "$log" 2>/dev/null | sed 's/^[0-9]*@\([0-9.]*\):.*/\1/')
+	# the kernel enumerates PCI a while after its banner
+	for _ in $(seq 1 $((UEFI_FIRST_LINE_S * 5))); do
+		grep -a -q 'BAR 2 \[mem ' /tmp/u1-console.log 2>/dev/null && break
+		sleep 0.2
+	done
+	bar=$(tr -d '\r' <"/tmp/u1-console.log" 2>/dev/null | grep -a -c 'BAR 2 \[mem 0x0*[1-9a-f][0-9a-f]*-.* 64bit pref\]')
+	if [ -n "$c" ] && [ -n "$first" ] && [ "$(echo "$c > $first" | bc)" = 1 ] && [ "$bar" -ge 1 ] &&
+		grep -q "X-PciMmio64Mb,string=" /tmp/u1.xml && echo "$tl" | grep -q '"map_ioctls":'; then
+		ok "uefi_gpu_domain_starts"
+		echo "# $gpu ($mib MiB of BAR), aperture $(sed -n "s/.*X-PciMmio64Mb,string=\([0-9]*\)'.*/\1/p" /tmp/u1.xml) MiB: $tl"
+	else
+		not_ok "uefi_gpu_domain_starts" "$gpu ($mib MiB of BAR): $out
+timeline: $tl; OVMF's first serial byte at ${first:-never}; the kernel's BAR 2 lines: $bar
+$(tail -n 5 "$log")
+$(tr -d '\r' <"/tmp/u1-console.log" 2>/dev/null | grep -a 'BAR\|Linux version' | tail -n 5)"
+	fi
+	"${VIRSH[@]}" destroy u1 >/dev/null 2>&1
+	"${VIRSH[@]}" undefine --nvram u1 >/dev/null 2>&1
+}
+
 main() {
 	local addr
 	[ -x /usr/sbin/libvirtd ] && command -v zeropin-host >/dev/null || skip_all "no libvirt or zeropin host programs in the lab (make lab-userland)"
@@ -343,7 +402,7 @@ main() {
 	EDU=$(edu_device)
 	[ -n "$EDU" ] || skip_all "no edu device"
 	echo "TAP version 13"
-	echo "1..12"
+	echo "1..13"
 	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
@@ -357,6 +416,7 @@ main() {
 	test_setup_while_libvirtd_runs_makes_the_folder
 	test_nova_shaped_domain_starts
 	test_start_after_reboot
+	test_uefi_gpu_domain_starts
 	for d in g1 n1; do "${VIRSH[@]}" undefine "$d" >/dev/null 2>&1; done
 	lab-libvirtd stop
 	zeropin-timeline --disarm

@@ -1,6 +1,7 @@
 #!/bin/bash
-# qemu_reset - the QEMU series' patch 7 (no VFIO device reset at the
-# machine's cold start), nested in the lab host: an emulated NVMe
+# qemu_reset - the QEMU series' opt-in vfio-pci property x-skip-cold-reset
+# (no VFIO device reset at the machine's cold start, right after the
+# kernel's reset on open), nested in the lab host: an emulated NVMe
 # controller (scripts/lab --nvme: FLR is its reset method) is bound to
 # vfio-pci, which resets it when QEMU opens it, and passed through to the
 # L2 of lib/l2.sh; kprobes count VFIO_DEVICE_RESET from QEMU start to its
@@ -9,10 +10,14 @@
 #   stock_resets_at_cold_start      stock QEMU resets the device again at
 #                                   the machine's first reset, before the
 #                                   guest ever ran: 1 VFIO_DEVICE_RESET
-#   patched_skips_cold_start_reset  the series: 0, its trace says why, and
-#                                   the L2 kernel still comes up
-#   patched_resets_on_system_reset  once the guest ran, a system_reset
-#                                   (monitor) resets the device as before
+#   patched_resets_without_opt_in   the series without the property: the
+#                                   same 1 (the default does not change)
+#   patched_skips_cold_start_reset  the series, x-skip-cold-reset=on: 0,
+#                                   its trace says why, and the L2 kernel
+#                                   still comes up
+#   patched_resets_on_system_reset  with it, once the guest ran, a
+#                                   system_reset (monitor) resets the
+#                                   device as before
 #   vf_stock_resets_at_cold_start   the controller's SR-IOV VF (the GPU-P
 #   vf_patched_skips_cold_start_reset  stand-in) passed through instead,
 #                                   L2 running l2_nvme_init.c as /init: the
@@ -33,38 +38,48 @@ TAP_PREFIX=qemu_reset
 USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
 L2_INITRD=/tests/nested/l2-nvme.cpio
 
-# reset_run QEMU [MONITOR-COMMAND]: the L2 with the controller passed
-# through, to its first line (then the monitor command); sets RESETS (the
-# VFIO_DEVICE_RESET calls), LINE (1 when the kernel line came), TRACE.
+SKIP_OPT=",x-skip-cold-reset=on"	# the series' opt-in, on the device
+
+# reset_run QEMU DEVICE-OPTIONS [MONITOR-COMMAND]: the L2 with the
+# controller passed through, to its first line (then the monitor
+# command); sets RESETS (the VFIO_DEVICE_RESET calls), LINE (1 when the
+# kernel line came), TRACE.
 reset_run() {
 	local qemu="$1" trace=()
 	rm -f /tmp/l2.trace
 	[ "$qemu" = "$PATCHED" ] && trace=(-trace vfio_pci_reset_cold_skipped -D /tmp/l2.trace)
 	l2_setup >/dev/null
 	l2_base_args
-	l2_kernel_args "$NVME"
+	l2_kernel_args "$NVME" "$2"
 	vfio_count_reset
-	L2_THEN="${2:-}" l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${trace[@]}" "${L2_KERNEL[@]}"
+	L2_THEN="${3:-}" l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${trace[@]}" "${L2_KERNEL[@]}"
 	vfio_count_read
 	RESETS=$VFIO_RESETS
 	LINE=0
 	[ -z "$RESUME_S" ] || LINE=1
 	TRACE=$(cat /tmp/l2.trace 2>/dev/null)
-	echo "# $(l2_flavour "$qemu")${2:+, then $2}: $RESETS VFIO_DEVICE_RESET, first line: $LINE, ready in $READY_S s"
+	echo "# $(l2_flavour "$qemu")$2${3:+, then $3}: $RESETS VFIO_DEVICE_RESET, first line: $LINE, ready in $READY_S s"
 }
 
-test_stock() {
-	reset_run "$STOCK"
+# resets_once NAME: the L2 came up and its device was reset once.
+resets_once() {
 	if [ "$LINE" = 1 ] && [ "$RESETS" = 1 ]; then
-		ok stock_resets_at_cold_start
+		ok "$1"
 	else
-		not_ok stock_resets_at_cold_start "first line: $LINE, VFIO_DEVICE_RESET: $RESETS (expected 1)
+		not_ok "$1" "first line: $LINE, VFIO_DEVICE_RESET: $RESETS (expected 1)
 $ERR"
 	fi
 }
 
+test_stock() {
+	reset_run "$STOCK" ""
+	resets_once stock_resets_at_cold_start
+	reset_run "$PATCHED" ""
+	resets_once patched_resets_without_opt_in
+}
+
 test_patched() {
-	reset_run "$PATCHED"
+	reset_run "$PATCHED" "$SKIP_OPT"
 	if [ "$LINE" = 1 ] && [ "$RESETS" = 0 ] &&
 		echo "$TRACE" | grep -q "vfio_pci_reset_cold_skipped $NVME"; then
 		ok patched_skips_cold_start_reset
@@ -76,7 +91,7 @@ $ERR"
 }
 
 test_patched_system_reset() {
-	reset_run "$PATCHED" system_reset
+	reset_run "$PATCHED" "$SKIP_OPT" system_reset
 	if [ "$LINE" = 1 ] && [ "$RESETS" = 1 ]; then
 		ok patched_resets_on_system_reset
 	else
@@ -85,7 +100,7 @@ $ERR"
 	fi
 }
 
-# vf_run QEMU: the L2 with the VF passed through, to the end of its
+# vf_run QEMU DEVICE-OPTIONS: the L2 with the VF passed through, to the end of its
 # l2_nvme_init; sets RESETS, TRACE, MAPS (zeropin's MAP_DMA calls), L2_LOG
 # (l2_nvme_init's lines, or the console's end without them).
 vf_run() {
@@ -97,7 +112,7 @@ vf_run() {
 	vfio_count_reset
 	maps0=$(counter iommu_counters map_ioctls)
 	timeout "$USERSPACE_S" "$qemu" "${L2_BASE[@]}" "${trace[@]}" -monitor none -no-reboot \
-		-device "vfio-pci,host=$VF" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
+		-device "vfio-pci,host=$VF$2" -kernel /l2/vmlinux -initrd "$L2_INITRD" \
 		-append 'console=ttyS0 panic=-1 oops=panic rdinit=/init' </dev/null >/dev/null 2>/tmp/l2.err
 	vfio_count_read
 	RESETS=$VFIO_RESETS
@@ -136,9 +151,9 @@ test_vf() {
 		not_ok vf_patched_skips_cold_start_reset "no VF: $why"
 	else
 		sed 's/^\([^#]\)/# \1/' /tmp/nvme_vf.err
-		l2_retry 'l2-nvme: ' vf_run "$STOCK"
+		l2_retry 'l2-nvme: ' vf_run "$STOCK" ""
 		vf_check vf_stock_resets_at_cold_start 1
-		l2_retry 'l2-nvme: ' vf_run "$PATCHED"
+		l2_retry 'l2-nvme: ' vf_run "$PATCHED" "$SKIP_OPT"
 		vf_check vf_patched_skips_cold_start_reset 0 "vfio_pci_reset_cold_skipped $VF"
 	fi
 	rm -f /tmp/nvme_vf.err
@@ -152,7 +167,7 @@ main() {
 	pci_bind "$NVME" vfio-pci || skip_all "could not bind $NVME to vfio-pci"
 	vfio_count_arm || skip_all "no kprobe events in this kernel"
 	echo "TAP version 13"
-	echo "1..5"
+	echo "1..6"
 	test_stock
 	test_patched
 	test_patched_system_reset

@@ -66,6 +66,16 @@ TEST_F(zfs, statfs_reports_type_and_size)
 	EXPECT_EQ(0, used_kb());	/* ftruncate allocates nothing */
 }
 
+/* st_blksize is the 2 MiB block, as tmpfs with huge pages reports its PMD size. */
+TEST_F(zfs, stat_reports_the_block_as_blksize)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_EQ(2ul << 20, st.st_blksize);
+	EXPECT_EQ(FILE_SIZE, st.st_size);
+}
+
 TEST_F(zfs, directories_rename_unlink)
 {
 	struct stat st;
