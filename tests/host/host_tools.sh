@@ -479,6 +479,48 @@ test_timeline_reads_last_start() {
 	fi
 }
 
+# A UEFI start with two devices passed through, in the trace as OVMF
+# drives them: the first config write 1 s after (b), memory decode on for
+# one device 2 s after, off and on again (the other device's writes
+# between, decode off there, do not change the first's state), a map of
+# 1 s after the last write; (c) 2 s after that map. Then the same start
+# with no config write before (c): no firmware phases.
+test_timeline_splits_firmware() {
+	local out want='"fw_before_pci_ms":1000,"fw_enumeration_ms":1000,"fw_bars_ms":2000,"fw_bars_vfio_ms":1000.0,"fw_decode_on":2,"fw_boot_ms":2000}'
+	mkdir -p "$TMP/fwlogs" "$TMP/fwinstance"
+	{
+		echo "2026-11-23 19:28:25.000+0000: starting up libvirt version: 9.0.0"
+		echo "300@1795462106.000000:qmp_enter_cont {}"
+		serial_text 301 "BdsDxe: loading Boot0001" 1795462106.100000
+		echo "301@1795462107.000000:vfio_pci_write_config  (0000:00:05.0, @0x4, 0x100, len=0x2)"
+		echo "301@1795462107.500000:vfio_pci_write_config  (0000:00:05.0, @0x10, 0xffffffff, len=0x4)"
+		echo "301@1795462108.000000:vfio_pci_write_config  (0000:00:05.0, @0x4, 0x103, len=0x2)"
+		echo "301@1795462108.100000:vfio_pci_write_config  (0000:00:06.0, @0x4, 0x100, len=0x2)"
+		echo "301@1795462108.200000:vfio_pci_write_config  (0000:00:05.0, @0x4, 0x107, len=0x2)"
+		echo "301@1795462108.500000:vfio_pci_write_config  (0000:00:05.0, @0x4, 0x100, len=0x2)"
+		echo "301@1795462109.000000:vfio_pci_write_config  (0000:00:05.0, @0x4, 0x107, len=0x2)"
+		serial_text 301 "Linux version 6.12" 1795462112.000000
+		echo "301@1795462112.500000:vfio_pci_write_config  (0000:00:05.0, @0x4, 0x100, len=0x2)"
+	} >"$TMP/fwlogs/vm2.log"
+	cat >"$TMP/fwinstance/trace" <<-EOF
+		 zeropin-timeli-99    (     99) [000] .....   100.000000: tracing_mark_write: zeropin-timeline realtime=1795462105.000000
+		 CPU 0/TCG-301        (    300) [001] .....   104.000000: zp_tl_ioctl: (vfio_fops_unl_ioctl+0x0/0x20) cmd=0x3b71 size=68719476736
+		 CPU 0/TCG-301        (    300) [001] .....   105.000000: zp_tl_ioctl_ret: (vfio_fops_unl_ioctl+0x0/0x20) ret=0
+	EOF
+	out=$(ZP_TIMELINE_INSTANCE="$TMP/fwinstance" LIBVIRT_LOG_DIR="$TMP/fwlogs" "$ROOT/scripts/zeropin-timeline" vm2 --json 2>&1) || true
+	if [[ "$out" == *"$want"* ]] && [[ "$out" == *'"b_c_ms":6000,'* ]]; then
+		sed -i '/vfio_pci_write_config/d' "$TMP/fwlogs/vm2.log"
+		out=$(ZP_TIMELINE_INSTANCE="$TMP/fwinstance" LIBVIRT_LOG_DIR="$TMP/fwlogs" "$ROOT/scripts/zeropin-timeline" vm2 --json 2>&1) || true
+		if [[ "$out" == *'"fw_before_pci_ms":null,"fw_enumeration_ms":null,"fw_bars_ms":null,"fw_bars_vfio_ms":null,"fw_decode_on":null,"fw_boot_ms":null}'* ]]; then
+			ok "timeline: the firmware's phases from its config writes to the passed-through devices, decode per device, the BAR maps counted in"
+		else
+			not_ok "timeline: no config write, no firmware phases" "got: $out"
+		fi
+	else
+		not_ok "timeline: the firmware's phases" "want $want, got: $out"
+	fi
+}
+
 # make install-tools under a prefix: the installed programs find their
 # library there and work.
 # The boot unit as installed: systemd-analyze verify in a root that holds
@@ -598,6 +640,7 @@ main() {
 	test_qemu_conf_saved_value_follows_setup
 	test_usage_errors
 	test_timeline_reads_last_start
+	test_timeline_splits_firmware
 	test_install_tools
 	test_systemd_unit
 	test_memlock_report

@@ -41,7 +41,10 @@
 #                              the aperture zeropin-domxml sized; the L2
 #                              kernel assigns the BAR; the timeline's (c)
 #                              is the kernel's banner, after OVMF's own
-#                              output on the same serial port
+#                              output on the same serial port; the
+#                              timeline splits OVMF's time at its config
+#                              writes to the GPU (decode went on at least
+#                              once, every phase recorded)
 #
 # Each libvirt call has a deadline. Needs libvirt, bash and xmllint in the
 # lab (make lab-userland) and the L2 kernel at /l2/vmlinux; skips otherwise.
@@ -382,7 +385,8 @@ test_uefi_gpu_domain_starts() {
 	done
 	bar=$(tr -d '\r' <"/tmp/u1-console.log" 2>/dev/null | grep -a -c 'BAR 2 \[mem 0x0*[1-9a-f][0-9a-f]*-.* 64bit pref\]')
 	if [ -n "$c" ] && [ -n "$first" ] && [ "$(echo "$c > $first" | bc)" = 1 ] && [ "$bar" -ge 1 ] &&
-		grep -q "X-PciMmio64Mb,string=" /tmp/u1.xml && echo "$tl" | grep -q '"map_ioctls":'; then
+		grep -q "X-PciMmio64Mb,string=" /tmp/u1.xml && echo "$tl" | grep -q '"map_ioctls":' &&
+		echo "$tl" | grep -q '"fw_before_pci_ms":[0-9]*,"fw_enumeration_ms":[0-9]*,"fw_bars_ms":[0-9]*,"fw_bars_vfio_ms":[0-9.]*,"fw_decode_on":[1-9][0-9]*,"fw_boot_ms":[0-9]*}'; then
 		ok "uefi_gpu_domain_starts"
 		echo "# $gpu ($mib MiB of BAR), aperture $(sed -n "s/.*X-PciMmio64Mb,string=\([0-9]*\)'.*/\1/p" /tmp/u1.xml) MiB: $tl"
 	else
