@@ -6,8 +6,8 @@
  *   mem-path=DIR/libvirt/qemu/1-vm          (libvirt's memory_backing_dir:
  *                                            QEMU creates and unlinks a file)
  * Debian's QEMU needs align=2M for PMD mappings; zeropin's series (make
- * qemu: patched) recognises zeropinfs and needs no option, so each layout
- * runs under both.
+ * qemu: patched; its patch 5 maps file-backed RAM aligned like anonymous
+ * RAM, to 2 MiB) needs no option, so each layout runs under both.
  * VFIO pins all of guest RAM at start, through zeropin's backend (QEMU
  * asks for TYPE1v2 and gets zeropin); the test checks that it came from the
  * pool, that zeropin pinned all of it, that what QEMU has touched is
