@@ -438,6 +438,13 @@ serial_text() {
 	done
 }
 
+# timeline_json INSTANCE LOG-DIR DOMAIN: zeropin-timeline's JSON report of
+# DOMAIN from a trace instance and libvirt log folder of the test's own
+# (its errors too, for the failure message).
+timeline_json() {
+	ZP_TIMELINE_INSTANCE="$1" LIBVIRT_LOG_DIR="$2" "$ROOT/scripts/zeropin-timeline" "$3" --json 2>&1 || true
+}
+
 # A libvirt log with two starts; the report is about the last one. In it,
 # firmware sets the port up and prints (SeaBIOS, then GRUB's "Loading
 # Linux"), and with the divisor latch set even the bytes of a whole
@@ -471,7 +478,7 @@ test_timeline_reads_last_start() {
 		 qemu-system-x86-990  (    990) [000] .....   100.300000: zp_tl_ioctl: (vfio_fops_unl_ioctl+0x0/0x20) cmd=0x3b71 size=2147483648
 		 qemu-system-x86-990  (    990) [000] .....   100.330000: zp_tl_ioctl_ret: (vfio_fops_unl_ioctl+0x0/0x20) ret=0
 	EOF
-	out=$(ZP_TIMELINE_INSTANCE="$TMP/instance" LIBVIRT_LOG_DIR="$TMP/logs" "$ROOT/scripts/zeropin-timeline" vm1 --json 2>&1) || true
+	out=$(timeline_json "$TMP/instance" "$TMP/logs" vm1)
 	if [[ "$out" == *"$want"* ]] && [[ "$out" == *'"map_ioctls":1,"unmap_ioctls":0,"vfio_ms":10.0,"mib_mapped":1024'* ]]; then
 		ok "timeline: (a), (b), (c) of the last start from a libvirt log, in UTC; the VFIO ioctls of its QEMU only"
 	else
@@ -507,10 +514,10 @@ test_timeline_splits_firmware() {
 		 CPU 0/TCG-301        (    300) [001] .....   104.000000: zp_tl_ioctl: (vfio_fops_unl_ioctl+0x0/0x20) cmd=0x3b71 size=68719476736
 		 CPU 0/TCG-301        (    300) [001] .....   105.000000: zp_tl_ioctl_ret: (vfio_fops_unl_ioctl+0x0/0x20) ret=0
 	EOF
-	out=$(ZP_TIMELINE_INSTANCE="$TMP/fwinstance" LIBVIRT_LOG_DIR="$TMP/fwlogs" "$ROOT/scripts/zeropin-timeline" vm2 --json 2>&1) || true
+	out=$(timeline_json "$TMP/fwinstance" "$TMP/fwlogs" vm2)
 	if [[ "$out" == *"$want"* ]] && [[ "$out" == *'"b_c_ms":6000,'* ]]; then
 		sed -i '/vfio_pci_write_config/d' "$TMP/fwlogs/vm2.log"
-		out=$(ZP_TIMELINE_INSTANCE="$TMP/fwinstance" LIBVIRT_LOG_DIR="$TMP/fwlogs" "$ROOT/scripts/zeropin-timeline" vm2 --json 2>&1) || true
+		out=$(timeline_json "$TMP/fwinstance" "$TMP/fwlogs" vm2)
 		if [[ "$out" == *'"fw_before_pci_ms":null,"fw_enumeration_ms":null,"fw_bars_ms":null,"fw_bars_vfio_ms":null,"fw_decode_on":null,"fw_boot_ms":null}'* ]]; then
 			ok "timeline: the firmware's phases from its config writes to the passed-through devices, decode per device, the BAR maps counted in"
 		else
