@@ -35,6 +35,131 @@ static inline struct folio *zp_folio_alloc_node(gfp_t gfp, unsigned int order, i
 #endif
 }
 
+/* --- 1 GiB runs: alloc_contig_range() (EXPORT_SYMBOL; _noprof since
+ * 6.10) takes a physical range from the page allocator, migrating what
+ * it holds, and leaves every page of it an order-0 page of refcount 1.
+ * alloc_contig_pages(), which would search for the range, is exported on
+ * neither series. Needs CONFIG_CONTIG_ALLOC (Debian: both series). --- */
+#ifdef CONFIG_CONTIG_ALLOC
+#define ZP_HAVE_CONTIG_ALLOC	1
+static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, gfp_t gfp)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+	return alloc_contig_range_noprof(start, end, MIGRATE_MOVABLE, gfp);
+#else
+	return alloc_contig_range(start, end, MIGRATE_MOVABLE, gfp);
+#endif
+}
+#else
+#define ZP_HAVE_CONTIG_ALLOC	0
+static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, gfp_t gfp)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
+/* --- 2^order order-0 pages of refcount 1 (what alloc_contig_range()
+ * leaves) made into the folio __folio_alloc() returns, so a block cut from
+ * a run is a block like any other from then on, freed by folio_put().
+ * The kernel's own steps are private (mm/internal.h): prep_compound_page()
+ * (tails: refcount 0, TAIL_MAPPING, compound_head, private 0; head: PG_head
+ * and the folio's order and counts) and what __folio_alloc() adds for an
+ * order > 1 (6.1: prep_transhuge_page(), the THP destructor and deferred
+ * list; 6.12: page_rmappable_folio()). They move between series: run.c
+ * compares the result with a folio the kernel made before the pool
+ * builds any run. Mirrored for 6.1.y and 6.12.y only, with order >= 2
+ * (the THP parts): elsewhere false, and runs are off. false, nothing
+ * changed, also when a tail is referenced (a transient reference: a
+ * speculative lookup, memory failure's probe). --- */
+/* Mirrored for exactly these series; anywhere else runs are off. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+#define ZP_PREP_FOLIO_612	1
+#define ZP_HAVE_PREP_FOLIO	1
+#elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_TRANSPARENT_HUGEPAGE)
+#define ZP_HAVE_PREP_FOLIO	1
+#else
+#define ZP_HAVE_PREP_FOLIO	0
+#endif
+
+static inline struct list_head *zp_folio_deferred_list(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+	return &folio->_deferred_list;
+#else
+	return page_deferred_list(&folio->page);
+#endif
+}
+
+/* A large folio's mapping and pin counts as the kernel keeps them beside
+ * the pages' own, folded into one number to compare: 6.12's large
+ * mapcount, pages mapped and pincount; 6.1's compound mapcount and
+ * pincount (folio_mapcount() is not exported there). */
+static inline int zp_folio_large_mapcount(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	return folio_large_mapcount(folio) * 65536 + atomic_read(&folio->_nr_pages_mapped) * 256 +
+	       atomic_read(&folio->_pincount);
+#else
+	return folio_entire_mapcount(folio) * 65536 + atomic_read(compound_pincount_ptr(&folio->page));
+#endif
+}
+
+/* Whether a large folio carries what __folio_alloc() adds to a compound
+ * page: 6.12's large_rmappable flag, 6.1's THP destructor. */
+static inline bool zp_folio_thp_prepped(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+	return folio_test_large_rmappable(folio);
+#else
+	return folio->_folio_dtor == TRANSHUGE_PAGE_DTOR;
+#endif
+}
+
+static inline bool zp_prep_folio(struct page *head, unsigned int order)
+{
+#if ZP_HAVE_PREP_FOLIO
+	struct folio *folio __maybe_unused = (struct folio *)head;
+	unsigned int i, nr = 1U << order;
+
+	if (WARN_ON_ONCE(order < 2 || !IS_ALIGNED(page_to_pfn(head), nr)))
+		return false;
+	for (i = 1; i < nr; i++)
+		if (!page_ref_freeze(head + i, 1))
+			goto unfreeze;
+	set_page_private(head, 0);
+	clear_page_pfmemalloc(head);
+	__SetPageHead(head);
+	for (i = 1; i < nr; i++) {
+		head[i].mapping = TAIL_MAPPING;
+		set_compound_head(head + i, head);
+		set_page_private(head + i, 0);
+	}
+#ifdef ZP_PREP_FOLIO_612
+	folio->_flags_1 = (folio->_flags_1 & ~0xffUL) | order;
+	folio->_folio_nr_pages = nr;
+	atomic_set(&folio->_large_mapcount, -1);
+	atomic_set(&folio->_entire_mapcount, -1);
+	atomic_set(&folio->_nr_pages_mapped, 0);
+	atomic_set(&folio->_pincount, 0);
+	INIT_LIST_HEAD(&folio->_deferred_list);
+	folio_set_large_rmappable(folio);
+#else
+	set_compound_page_dtor(head, COMPOUND_PAGE_DTOR);
+	set_compound_order(head, order);
+	atomic_set(compound_mapcount_ptr(head), -1);
+	atomic_set(compound_pincount_ptr(head), 0);
+	INIT_LIST_HEAD(page_deferred_list(head));
+	set_compound_page_dtor(head, TRANSHUGE_PAGE_DTOR);
+#endif
+	return true;
+
+unfreeze:
+	while (--i >= 1)
+		page_ref_unfreeze(head + i, 1);
+#endif
+	return false;
+}
+
 /* --- page cache lookup: NULL on a miss before 6.3, ERR_PTR after --- */
 static inline struct folio *zp_filemap_lookup(struct address_space *mapping,
 					      pgoff_t index, int fgp_flags)

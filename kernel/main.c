@@ -17,6 +17,7 @@
 #include "compat.h"
 #include "iommu.h"
 #include "pool.h"
+#include "run.h"
 #include "zeropin.h"
 #include "zfs.h"
 
@@ -75,6 +76,9 @@ static int __init zeropin_init(void)
 	if (ret)
 		goto err;
 	zeropin_debugfs = debugfs_create_dir("zeropin", NULL);
+	ret = zp_run_init();	/* before the pool, which builds runs */
+	if (ret)
+		goto err_sysfs;
 	ret = zp_pool_init(zeropin_kobj, zeropin_debugfs);
 	if (ret)
 		goto err_sysfs;

@@ -81,6 +81,7 @@
 #include "compat.h"
 #include "poison.h"
 #include "pool.h"
+#include "run.h"
 #include "zero.h"
 
 /* After the shrinker took blocks back, the pool does not refill for this
@@ -106,10 +107,14 @@
  * would pay that for every 2 MiB of its RAM. One try a second still
  * notices when blocks can be had again. */
 #define POOL_SYNC_BACKOFF	(1 * HZ)
+/* After a run could not be built (no free-enough GiB, or one that would
+ * not move), doubled at each failure in a row up to the MAX: every try
+ * scans struct pages and may migrate memory. A success or a new target
+ * starts again from the first; loose blocks fill the pool meanwhile. */
+#define POOL_RUN_BACKOFF	(30 * HZ)
+#define POOL_RUN_BACKOFF_MAX	(30 * 60 * HZ)
 /* Refill never takes the last 1/2^N of RAM (1/16: about 6 %). */
 #define POOL_RESERVE_SHIFT	4
-/* 1 GiB worth of 2 MiB blocks: a run the IOMMU can map with one entry. */
-#define POOL_RUN_BLOCKS		(1UL << (30 - PAGE_SHIFT - ZP_BLOCK_ORDER))
 
 /*
  * Refill allocations: never OOM, never warn, stay on the node, and never
@@ -157,6 +162,26 @@ MODULE_PARM_DESC(zero_rate_mib,
 	"Writable at run time by root [DEFAULT: 2048: a memory-bound job on "
 	"other cores slowed <= 2.3 % on real hardware, 10-12 % uncapped]");
 
+static bool run_build;
+module_param(run_build, bool, 0644);
+MODULE_PARM_DESC(run_build,
+	"Build 1 GiB runs (physically contiguous, 1 GiB-aligned blocks, which "
+	"the IOMMU maps with one entry each) in idle time where a node's pool "
+	"is a GiB or more short of its target; loose blocks fill the rest and "
+	"wherever a run cannot be had. A fault or pin in an empty GiB of a "
+	"file takes a whole run. Writable at run time by root "
+	"[DEFAULT: N: opt-in while runs are new]");
+
+/* A run migrates whatever the GiB held (page cache, anonymous memory):
+ * a cost to the host, paid only when the node's last hand-out (a VM
+ * start) is this long past. */
+static unsigned int run_quiet_ms = 2000;
+module_param(run_quiet_ms, uint, 0644);
+MODULE_PARM_DESC(run_quiet_ms,
+	"Time after a node's last hand-out before it builds a 1 GiB run, in "
+	"ms; a VM start takes blocks in a burst and a run's migration must not "
+	"compete with it. Writable at run time by root [DEFAULT: 2000]");
+
 static struct cpumask zero_cpus_mask;	/* zero_cpus as parsed; empty: the default */
 static int zero_cpus_set(const char *val, const struct kernel_param *kp);
 static int zero_cpus_get(char *buf, const struct kernel_param *kp);
@@ -177,6 +202,11 @@ struct node_pool {
 	struct xarray zero;		/* zeroed blocks by physical block number
 					 * (pfn >> 9), ready to hand out */
 	unsigned long next_block;	/* hand out this block next if zero */
+	struct xarray runs;		/* runs built whole whose blocks are all
+					 * still in zero, by GiB (block number
+					 * / ZP_RUN_BLOCKS); kept for files that
+					 * take a GiB at once */
+	unsigned long nr_runs;		/* entries in runs */
 	struct list_head dirty;		/* blocks waiting to be zeroed */
 	unsigned long nr_zero;		/* blocks in zero */
 	unsigned long nr_dirty;		/* blocks on dirty */
@@ -189,6 +219,10 @@ struct node_pool {
 	unsigned long sync_backoff_until; /* jiffies: faults allocate no block
 					 * before this (POOL_SYNC_BACKOFF);
 					 * 0: no back-off */
+	unsigned long run_cursor;	/* pfn where the next run search starts */
+	unsigned long run_backoff_until; /* jiffies: no run built before this */
+	unsigned long run_backoff;	/* jiffies the next failed build waits
+					 * (0: POOL_RUN_BACKOFF) */
 	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
@@ -215,6 +249,11 @@ struct pool_counters {
 	atomic64_t zeroing_idle_ns;	/* CPU time the kthreads spent zeroing */
 	atomic64_t zeroing_sync_ns;	/* ... and faults' paths spent zeroing */
 	atomic64_t throttled_ns;	/* time the kthreads slept for zero_rate_mib */
+	atomic_long_t runs_built;	/* 1 GiB runs built in idle time */
+	atomic_long_t runs_build_failed; /* ... tries that found or took none */
+	atomic64_t runs_build_ns;	/* time spent taking them (migration included) */
+	atomic_long_t runs_handed_out;	/* whole runs given to files */
+	atomic_long_t runs_broken;	/* runs whose blocks went one by one */
 };
 
 static struct node_pool *node_pools[MAX_NUMNODES];
@@ -266,20 +305,63 @@ static bool zero_add_locked(struct node_pool *np, struct folio *folio)
 	return true;
 }
 
-/* Take a zero block, preferring the one after the last. Caller holds np->lock. */
+/* The block at index leaves zero; a run it was part of is no longer
+ * whole. Caller holds np->lock. */
+static struct folio *zero_erase_locked(struct node_pool *np, unsigned long index)
+{
+	struct folio *folio = xa_erase(&np->zero, index);
+
+	if (!folio)
+		return NULL;
+	np->nr_zero--;
+	if (xa_erase(&np->runs, index / ZP_RUN_BLOCKS)) {
+		np->nr_runs--;
+		atomic_long_inc(&counters.runs_broken);
+	}
+	return folio;
+}
+
+/* The lowest zero block outside the whole runs, at *index; NULL when
+ * every zero block is in one. One step per run at most. Caller holds
+ * np->lock. */
+static struct folio *loose_find_locked(struct node_pool *np, unsigned long *index)
+{
+	unsigned long i = 0;
+	struct folio *folio;
+
+	while ((folio = xa_find(&np->zero, &i, ULONG_MAX, XA_PRESENT))) {
+		if (!xa_load(&np->runs, i / ZP_RUN_BLOCKS)) {
+			*index = i;
+			return folio;
+		}
+		i = round_up(i + 1, ZP_RUN_BLOCKS);	/* past the run */
+		if (!i)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Take a zero block: the one after the last (a burst gets physically
+ * consecutive blocks), else the lowest loose one, and a whole run's only
+ * when nothing else is left (a file may take the run whole, for one IOMMU
+ * entry). Caller holds np->lock.
+ */
 static struct folio *zero_take_locked(struct node_pool *np)
 {
 	unsigned long index = np->next_block;
 	struct folio *folio = xa_load(&np->zero, index);
 
-	if (!folio) {
-		index = 0;
-		folio = xa_find(&np->zero, &index, ULONG_MAX, XA_PRESENT);
-		if (!folio)
-			return NULL;
+	if (!folio || xa_load(&np->runs, index / ZP_RUN_BLOCKS)) {
+		folio = loose_find_locked(np, &index);
+		if (!folio) {
+			index = 0;
+			folio = xa_find(&np->zero, &index, ULONG_MAX, XA_PRESENT);
+			if (!folio)
+				return NULL;
+		}
 	}
-	xa_erase(&np->zero, index);
-	np->nr_zero--;
+	zero_erase_locked(np, index);
 	np->next_block = index + 1;
 	return folio;
 }
@@ -376,10 +458,43 @@ static bool have_room(void)
 					   (totalram_pages() >> POOL_RESERVE_SHIFT));
 }
 
-/* May the node refill now? Caller holds np->lock. */
+/* Does the node want a 1 GiB run: runs on and possible here, a GiB or
+ * more below its target, no failed build waiting out its back-off?
+ * Caller holds np->lock. */
+static bool runs_wanted(struct node_pool *np)
+{
+	return READ_ONCE(run_build) && zp_runs_supported &&
+	       node_held(np) + ZP_RUN_BLOCKS <= np->target &&
+	       !time_before(jiffies, np->run_backoff_until);
+}
+
+static unsigned long run_quiet_until(struct node_pool *np)
+{
+	return np->last_get + msecs_to_jiffies(READ_ONCE(run_quiet_ms));
+}
+
+/* May the node build a run now? Caller holds np->lock. */
+static bool may_build_run(struct node_pool *np)
+{
+	return runs_wanted(np) && !time_before(jiffies, run_quiet_until(np));
+}
+
+/*
+ * Is a loose block wanted? Below target, and, where runs are wanted, only
+ * for the part of the shortfall below a whole GiB: the rest waits for
+ * runs (loose blocks taking it first would leave no room for them).
+ * Caller holds np->lock.
+ */
+static bool loose_wanted(struct node_pool *np)
+{
+	return node_held(np) < np->target &&
+	       (!runs_wanted(np) || (np->target - node_held(np)) % ZP_RUN_BLOCKS);
+}
+
+/* May the node refill with a loose block now? Caller holds np->lock. */
 static bool may_refill(struct node_pool *np)
 {
-	return node_held(np) < np->target && !time_before(jiffies, np->backoff_until) &&
+	return loose_wanted(np) && !time_before(jiffies, np->backoff_until) &&
 	       !time_before(jiffies, np->last_get + POOL_REFILL_QUIET);
 }
 
@@ -467,6 +582,146 @@ static bool refill_one(struct node_pool *np)
 	return true;
 }
 
+/*
+ * File one block of a run just built: zeroed here first unless the
+ * allocator did, set aside if poisoned, given back if it cannot be filed.
+ * It was counted in nr_zeroing since the build began. Kthread only; takes
+ * np->lock.
+ */
+static bool file_run_block(struct node_pool *np, struct folio *folio, bool zero,
+			   unsigned int seq)
+{
+	u64 t0, took = 0;
+	int ret = 0;
+
+	if (folio && set_aside(folio, block_poisoned(folio)))
+		folio = NULL;
+	if (folio && !zero) {
+		t0 = ktime_get_ns();
+		zp_zero_folio(folio, true);
+		took = ktime_get_ns() - t0;
+		atomic64_add(took, &counters.zeroing_idle_ns);
+	}
+	spin_lock(&np->lock);
+	np->nr_zeroing--;
+	if (folio)
+		ret = file_block_locked(np, folio, true, seq);
+	spin_unlock(&np->lock);
+	if (ret == -EHWPOISON)
+		set_aside(folio, true);
+	else if (ret)
+		pool_free(folio);
+	else if (folio)
+		atomic_long_inc(zero ? &counters.zeroed_alloc : &counters.zeroed_idle);
+	if (took)
+		zero_throttle(took);
+	return folio && !ret;
+}
+
+/*
+ * Keep the run of GiB gib whole for a file that takes a GiB at once
+ * (zp_pool_get_run()) if all its blocks were filed (whole) and are still
+ * in zero (a fault may have taken one while the others were being filed);
+ * else let its reserved entry go. The entry was reserved (xa_reserve()):
+ * no allocation under the lock. Takes np->lock.
+ */
+static void keep_run(struct node_pool *np, unsigned long gib, bool whole)
+{
+	unsigned long k;
+
+	spin_lock(&np->lock);
+	for (k = 0; whole && k < ZP_RUN_BLOCKS; k++)
+		whole = xa_load(&np->zero, gib * ZP_RUN_BLOCKS + k);
+	if (whole && !xa_err(xa_store(&np->runs, gib, xa_mk_value(gib), GFP_NOWAIT)))
+		np->nr_runs++;
+	else
+		xa_release(&np->runs, gib);
+	spin_unlock(&np->lock);
+}
+
+/* File a run's blocks just built, in physical order, and keep the run
+ * whole where every block made it (keep_run()). Kthread only. */
+static void file_run(struct node_pool *np, struct folio **blocks, unsigned int seq)
+{
+	bool zero = allocator_zeroes(zp_run_gfp), whole = true, reserved;
+	unsigned long k, gib;
+
+	/* a block that could not be made leaves the run in pieces */
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		whole &= blocks[k] != NULL;
+	gib = whole ? folio_pfn(blocks[0]) >> ZP_RUN_ORDER : 0;
+	reserved = whole && !xa_reserve(&np->runs, gib, GFP_KERNEL);
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		whole &= file_run_block(np, blocks[k], zero, seq);
+	if (reserved)
+		keep_run(np, gib, whole);
+}
+
+/* zp_run_build() at SCHED_NORMAL, nice 19: migrating the GiB's pages
+ * takes rmap and page locks, which a SCHED_IDLE task must not hold while
+ * VMs keep every CPU busy (the priority inversion POOL_GFP_REFILL avoids). */
+static int run_build_unidle(int nid, unsigned long *cursor, struct folio **blocks)
+{
+	struct sched_attr normal = { .size = sizeof(normal), .sched_policy = SCHED_NORMAL,
+				     .sched_nice = MAX_NICE };
+	struct sched_attr idle = { .size = sizeof(idle), .sched_policy = SCHED_IDLE };
+	int ret;
+
+	sched_setattr_nocheck(current, &normal);
+	ret = zp_run_build(nid, cursor, blocks);
+	sched_setattr_nocheck(current, &idle);
+	return ret;
+}
+
+/*
+ * Build one 1 GiB run when the node wants one and its last hand-out is
+ * run_quiet_ms past, and file its 512 blocks zero, in physical order,
+ * where a burst of hand-outs takes them in order (zero_take_locked()).
+ * They count as held (nr_zeroing) from the start, so no loose refill
+ * takes their room meanwhile. A failure backs off (POOL_RUN_BACKOFF,
+ * doubling), and loose blocks fill the pool meanwhile. Kthread only; no
+ * lock held across the build, np->lock taken around the counts.
+ */
+static bool build_run(struct node_pool *np)
+{
+	unsigned int seq = zp_poison_seq();
+	struct folio **blocks;
+	unsigned long cursor;
+	u64 t0;
+	int ret;
+
+	spin_lock(&np->lock);
+	if (!may_build_run(np)) {
+		spin_unlock(&np->lock);
+		return false;
+	}
+	cursor = np->run_cursor;
+	np->nr_zeroing += ZP_RUN_BLOCKS;
+	spin_unlock(&np->lock);
+	blocks = kmalloc_array(ZP_RUN_BLOCKS, sizeof(*blocks), GFP_KERNEL);
+	t0 = ktime_get_ns();
+	ret = blocks ? run_build_unidle(np->nid, &cursor, blocks) : -ENOMEM;
+	atomic64_add(ktime_get_ns() - t0, &counters.runs_build_ns);
+	spin_lock(&np->lock);
+	np->run_cursor = cursor;
+	if (ret) {
+		np->nr_zeroing -= ZP_RUN_BLOCKS;
+		np->run_backoff = clamp(np->run_backoff * 2, POOL_RUN_BACKOFF, POOL_RUN_BACKOFF_MAX);
+		np->run_backoff_until = jiffies + np->run_backoff;
+	} else {
+		np->run_backoff = 0;
+	}
+	spin_unlock(&np->lock);
+	if (ret) {
+		atomic_long_inc(&counters.runs_build_failed);
+	} else {
+		file_run(np, blocks, seq);
+		atomic_long_inc(&counters.runs_built);
+	}
+	kfree(blocks);
+	return true;
+}
+
 /* Zero one dirty block. Kthread only; np->lock is dropped while zeroing
  * (the block is counted in nr_zeroing meanwhile). */
 static bool zero_one(struct node_pool *np)
@@ -544,7 +799,8 @@ static bool node_has_work(struct node_pool *np)
 	bool work;
 
 	spin_lock(&np->lock);
-	work = np->nr_dirty || node_held(np) > np->target || may_refill(np);
+	work = np->nr_dirty || node_held(np) > np->target || may_refill(np) ||
+	       may_build_run(np);
 	spin_unlock(&np->lock);
 	return work;
 }
@@ -560,10 +816,15 @@ static long node_sleep_time(struct node_pool *np)
 	long t = MAX_SCHEDULE_TIMEOUT;
 
 	spin_lock(&np->lock);
-	if (node_held(np) < np->target) {
+	if (loose_wanted(np)) {
 		until = max(np->backoff_until, np->last_get + POOL_REFILL_QUIET);
 		if (time_before(jiffies, until))
 			t = until - jiffies + 1;
+	}
+	if (runs_wanted(np)) {
+		until = run_quiet_until(np);
+		if (time_before(jiffies, until))
+			t = min_t(long, t, until - jiffies + 1);
 	}
 	np->idle = t == MAX_SCHEDULE_TIMEOUT;
 	spin_unlock(&np->lock);
@@ -597,6 +858,8 @@ static int pool_thread(void *data)
 		bool did = trim_one(np);
 
 		did |= zero_one(np);	/* a dirty block first: it is already paid for */
+		if (!did)
+			did = build_run(np);
 		if (!did)
 			did = refill_one(np);
 		if (did) {
@@ -716,6 +979,61 @@ struct folio *zp_pool_get(int nid, gfp_t gfp)
 	return folio;
 }
 
+bool zp_pool_run_ready(int nid)
+{
+	struct node_pool *np = pool_of(nid);
+
+	return np && READ_ONCE(np->nr_runs);
+}
+
+/* The lowest whole run's blocks off zero into blocks[]. Caller holds
+ * np->lock. */
+static bool run_take_locked(struct node_pool *np, struct folio **blocks)
+{
+	unsigned long gib = 0, k;
+
+	if (!xa_find(&np->runs, &gib, ULONG_MAX, XA_PRESENT))
+		return false;
+	xa_erase(&np->runs, gib);
+	np->nr_runs--;
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		blocks[k] = zero_erase_locked(np, gib * ZP_RUN_BLOCKS + k);
+	return true;
+}
+
+bool zp_pool_get_run(int nid, struct folio **blocks)
+{
+	struct node_pool *np = pool_of(nid);
+	unsigned long k, n = 0;
+	bool wake, taken;
+
+	if (!np)
+		return false;
+	spin_lock(&np->lock);
+	taken = run_take_locked(np, blocks);
+	if (taken)
+		np->last_get = jiffies;
+	wake = taken && np->idle;
+	if (wake)
+		np->idle = false;
+	spin_unlock(&np->lock);
+	if (!taken)
+		return false;
+	if (wake)
+		wake_up(&np->wait);
+	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
+		/* every block was checked page by page when it was filed */
+		if (blocks[k] && set_aside(blocks[k], block_poisoned_quick(blocks[k])))
+			blocks[k] = NULL;
+		n += blocks[k] != NULL;
+	}
+	atomic_long_add(n, &counters.handed_out);
+	atomic_long_add(n, &counters.handed_zero);
+	atomic_long_add(n, &counters.inuse);
+	atomic_long_inc(&counters.runs_handed_out);
+	return true;
+}
+
 struct folio *zp_pool_get_page(int nid)
 {
 	struct folio *folio = zp_folio_alloc_node(POOL_GFP_PAGE, 0, nid);
@@ -805,10 +1123,8 @@ static struct folio *node_take_block(struct node_pool *np, unsigned long head)
 	struct folio *folio;
 
 	spin_lock(&np->lock);
-	folio = xa_erase(&np->zero, head >> ZP_BLOCK_ORDER);
-	if (folio)
-		np->nr_zero--;
-	else
+	folio = zero_erase_locked(np, head >> ZP_BLOCK_ORDER);
+	if (!folio)
 		folio = dirty_take_locked(np, head);
 	spin_unlock(&np->lock);
 	if (folio)
@@ -920,6 +1236,8 @@ static void set_target_locked(unsigned long blocks)
 		np->target = share + (extra ? 1 : 0);
 		np->backoff_until = jiffies;
 		np->alloc_backoff = 0;
+		np->run_backoff_until = jiffies;
+		np->run_backoff = 0;
 		spin_unlock(&np->lock);
 		if (extra)
 			extra--;
@@ -1045,11 +1363,11 @@ static unsigned long full_runs(void)
 		n = 0;
 		xa_for_each(&np->zero, index, folio) {
 			cond_resched();	/* a large pool is a long walk */
-			if (index / POOL_RUN_BLOCKS != run) {
-				run = index / POOL_RUN_BLOCKS;
+			if (index / ZP_RUN_BLOCKS != run) {
+				run = index / ZP_RUN_BLOCKS;
 				n = 0;
 			}
-			full += ++n == POOL_RUN_BLOCKS;
+			full += ++n == ZP_RUN_BLOCKS;
 		}
 	}
 	return full;
@@ -1099,14 +1417,20 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(poisoned);
 	SHOW(fallback_pages);
 	SHOW(fallback_total);
+	SHOW(runs_built);
+	SHOW(runs_build_failed);
+	SHOW(runs_handed_out);
+	SHOW(runs_broken);
 #undef SHOW
 #define SHOW_MS(f, name) seq_printf(m, "%s %llu\n", name, \
 				    div_u64(atomic64_read(&counters.f), NSEC_PER_MSEC))
 	SHOW_MS(zeroing_idle_ns, "zeroing_idle_ms");
 	SHOW_MS(zeroing_sync_ns, "zeroing_sync_ms");
 	SHOW_MS(throttled_ns, "throttled_ms");
+	SHOW_MS(runs_build_ns, "runs_build_ms");
 #undef SHOW_MS
 	seq_printf(m, "runs_1g %lu\n", full_runs());
+	seq_printf(m, "runs_supported %d\n", zp_runs_supported);
 	/* whether memory failure reports come (poison.c), and how many */
 	seq_printf(m, "poison_watched %d\n", zp_poison_watched());
 	seq_printf(m, "poison_reports %u\n", zp_poison_seq());
@@ -1182,6 +1506,7 @@ static void destroy_node(struct node_pool *np)
 		kthread_stop(np->thread);
 	while ((folio = take_block_locked(np)))
 		pool_free(folio);
+	xa_destroy(&np->runs);
 	xa_destroy(&np->zero);
 	node_pools[np->nid] = NULL;
 	kfree(np);
@@ -1196,6 +1521,7 @@ static int create_node(int nid)
 	np->nid = nid;
 	spin_lock_init(&np->lock);
 	xa_init(&np->zero);
+	xa_init(&np->runs);
 	INIT_LIST_HEAD(&np->dirty);
 	init_waitqueue_head(&np->wait);
 	node_pools[nid] = np;

@@ -12,6 +12,11 @@
 #define ZP_BLOCK_ORDER	9			/* one PMD: 2 MiB on x86-64 */
 #define ZP_BLOCK_PAGES	(1UL << ZP_BLOCK_ORDER)
 #define ZP_BLOCK_SIZE	(PAGE_SIZE << ZP_BLOCK_ORDER)
+/* A 1 GiB run: physically contiguous, 1 GiB-aligned blocks, which the
+ * IOMMU maps with one entry (run.c builds them). */
+#define ZP_RUN_ORDER	(30 - PAGE_SHIFT)
+#define ZP_RUN_PAGES	(1UL << ZP_RUN_ORDER)
+#define ZP_RUN_BLOCKS	(ZP_RUN_PAGES >> ZP_BLOCK_ORDER)	/* 512 */
 
 int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir);
 void zp_pool_exit(void);
@@ -24,6 +29,21 @@ void zp_pool_exit(void);
  * May sleep.
  */
 struct folio *zp_pool_get(int nid, gfp_t gfp);
+
+/*
+ * Whether node nid's pool holds a whole 1 GiB run now: a hint, read
+ * without the lock, before a file asks for one.
+ */
+bool zp_pool_run_ready(int nid);
+
+/*
+ * The ZP_RUN_BLOCKS blocks of a whole 1 GiB run of node nid's pool, in
+ * physical order: blocks[k] is the run's k-th 2 MiB, zero, each then as
+ * one from zp_pool_get(); NULL where a block was found poisoned (set
+ * aside). false, nothing taken, when the node holds no whole run. Takes
+ * the node's lock; does not sleep.
+ */
+bool zp_pool_get_run(int nid, struct folio **blocks);
 
 /*
  * A zeroed 4 KiB folio from the page allocator (node nid preferred), for

@@ -364,6 +364,98 @@ static int zfs_add_page(struct inode *inode, pgoff_t index, struct vm_area_struc
 	return zfs_file_folio(inode, folio, index, out);
 }
 
+/* Whether the memory policy for vma (or the task) spreads blocks over
+ * nodes one by one: then a GiB is not one node's run. */
+static bool zfs_interleaved(struct vm_area_struct *vma)
+{
+#ifdef CONFIG_NUMA
+	struct mempolicy *pol = vma && vma->vm_policy ? vma->vm_policy : current->mempolicy;
+
+	return pol && ZP_MPOL_IS_INTERLEAVE(READ_ONCE(pol->mode));
+#else
+	return false;
+#endif
+}
+
+/*
+ * File a block of a whole run at index (charged to the mount with the
+ * run): zfs_file_folio() without its error path, which differs here.
+ * Returns filemap_add_folio()'s error; on 0 the folio is locked and
+ * referenced, the caller's reference besides the held one.
+ */
+static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t index)
+{
+	int ret;
+
+	folio_mark_uptodate(folio);
+	ret = filemap_add_folio(inode->i_mapping, folio, index, ZFS_GFP_CHARGE);
+	if (ret)
+		return ret;
+	folio_get(folio);		/* held until zfs_free_folio() */
+	folio_mark_dirty(folio);
+	return 0;
+}
+
+/*
+ * A whole 1 GiB run from the pool for the GiB of the file holding index:
+ * its blocks filed in order, so the GiB is physically contiguous and 1 GiB
+ * aligned, and an IOMMU maps it with one entry where the IOVA is aligned
+ * too (guest RAM: QEMU maps file offset 0 and the RAM above 4 GiB at
+ * GiB-aligned addresses). Only for faults and pins (vma given: they stop
+ * at EOF), where the GiB lies wholly before EOF and holds no folio yet,
+ * not interleaved, and the node's pool has a run. Returns 0 with *out the
+ * block holding index, locked and referenced; -EAGAIN when no run was
+ * taken (the caller takes one block); -EEXIST when the block for index
+ * could not be filed (the caller looks again). A block a racing fault
+ * filed first stays, and that run block goes back to the pool (the GiB
+ * then maps in 2 MiB entries there). Same locking as zfs_add_block().
+ */
+static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
+		       struct folio **out)
+{
+	pgoff_t first = round_down(index, ZP_RUN_PAGES), at;
+	int nid = zfs_block_node(vma, index), ret = 0, err = 0;
+	struct folio **blocks;
+	unsigned long k;
+
+	if (!vma || first + ZP_RUN_PAGES > eof_index(inode) || zfs_interleaved(vma) ||
+	    !zp_pool_run_ready(nid) ||
+	    filemap_range_has_page(inode->i_mapping, (loff_t)first << PAGE_SHIFT,
+				   ((loff_t)(first + ZP_RUN_PAGES) << PAGE_SHIFT) - 1))
+		return -EAGAIN;
+	blocks = kmalloc_array(ZP_RUN_BLOCKS, sizeof(*blocks), GFP_KERNEL);
+	if (!blocks)
+		return -EAGAIN;
+	if (!charge_pages(inode->i_sb, ZP_RUN_PAGES) || !zp_pool_get_run(nid, blocks)) {
+		kfree(blocks);
+		return -EAGAIN;
+	}
+	*out = NULL;
+	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
+		at = first + k * ZP_BLOCK_PAGES;
+		/* a memcg at its limit refuses the rest too: not asked again */
+		err = !blocks[k] ? -EHWPOISON : err == -ENOMEM ? -ENOMEM :
+		      zfs_file_run_block(inode, blocks[k], at);
+		if (err) {
+			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+			if (blocks[k])
+				zp_pool_put_unused(blocks[k]);
+			/* the caller looks again, and takes one block */
+			if (at == round_down(index, ZP_BLOCK_PAGES))
+				ret = -EEXIST;
+			continue;
+		}
+		if (at == round_down(index, ZP_BLOCK_PAGES)) {
+			*out = blocks[k];
+			continue;
+		}
+		folio_unlock(blocks[k]);
+		folio_put(blocks[k]);
+	}
+	kfree(blocks);
+	return ret;
+}
+
 /* Whether the block's range holding index already holds 4 KiB pages
  * (or, in a race, a block another task just added). */
 static bool zfs_range_has_folio(struct address_space *mapping, pgoff_t index)
@@ -395,6 +487,9 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 
 	if (zfs_range_in_pages(inode, index))
 		return zfs_add_page(inode, index, vma, out);
+	ret = zfs_add_run(inode, index, vma, out);
+	if (ret != -EAGAIN)
+		return ret;
 	ret = zfs_add_block(inode, index, vma, out);
 	/* full, but another task filed the range meanwhile (its charge
 	 * made ours fail): the caller looks again */

@@ -116,6 +116,56 @@ static long counters_read(const char *file, const char *name)
 	return ret;
 }
 
+static int pfn_cmp(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+long pool_blocks_runs(void)
+{
+	const unsigned long block = 512, run = 512 * block;	/* pages */
+	unsigned long pfn, *pfns = NULL, n = 0, cap = 0, i, in_run = 0;
+	long runs = 0;
+	char kind[16];
+	FILE *f = fopen(ZEROPIN_POOL_BLOCKS, "r");
+	int nid;
+
+	if (!f)
+		return -errno;
+	/* one node per run: node ids do not matter for consecutive pfns */
+	while (fscanf(f, "%d %lx %15s", &nid, &pfn, kind) == 3) {
+		if (strcmp(kind, "zero"))
+			continue;
+		if (n == cap) {
+			unsigned long *more = realloc(pfns, (cap = cap ? 2 * cap : 4096) * sizeof(*pfns));
+
+			if (!more) {
+				free(pfns);
+				fclose(f);
+				return -ENOMEM;
+			}
+			pfns = more;
+		}
+		pfns[n++] = pfn;
+	}
+	fclose(f);
+	if (n)
+		qsort(pfns, n, sizeof(*pfns), pfn_cmp);
+	for (i = 0; i < n; i++) {
+		if (pfns[i] % run == 0)
+			in_run = 1;
+		else if (in_run && pfns[i] == pfns[i - 1] + block)
+			in_run++;
+		else
+			in_run = 0;
+		runs += in_run == run / block;
+	}
+	free(pfns);
+	return runs;
+}
+
 long pool_counter(const char *name)
 {
 	return counters_read(ZEROPIN_COUNTERS, name);

@@ -19,6 +19,7 @@
 #define ZEROPIN_POOL	ZEROPIN_SYSFS "/pool"
 #define ZEROPIN_COUNTERS "/sys/kernel/debug/zeropin/pool_counters"
 #define ZEROPIN_IOMMU_COUNTERS "/sys/kernel/debug/zeropin/iommu_counters"
+#define ZEROPIN_POOL_BLOCKS "/sys/kernel/debug/zeropin/pool_blocks"
 #define ZFS_MNT		"/mnt/zeropinfs"
 #define SZ_2M		(2ul << 20)
 
@@ -41,6 +42,10 @@ long pool_counter(const char *name);
 long iommu_counter(const char *name);
 /* The same with system calls only, for a bounded call (bounded.h). */
 long iommu_counter_raw(const char *name);
+/* 1 GiB runs among the zero blocks debugfs pool_blocks lists: 512 blocks
+ * of one node at consecutive pfns from a 1 GiB-aligned one. Negative errno
+ * when the list cannot be read. */
+long pool_blocks_runs(void);
 /* /sys/module/zeropin/parameters/NAME as a number, or a negative errno. */
 long zeropin_param_read(const char *name);
 /* Write /sys/module/zeropin/parameters/NAME; 0 or -errno. */

@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "backing.h"
+#include "kmsg.h"
 #include "util.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
@@ -106,6 +107,23 @@ TEST_F(module, no_knob_is_world_writable)
 	}
 	ASSERT_EQ(0, stat(ZEROPIN_POOL "/target_mib", &st));
 	EXPECT_EQ(0644, st.st_mode & 0777);
+}
+
+/* The load's self-check (kernel/run.c): a block made by hand, as the pool
+ * cuts them out of 1 GiB runs, matches the kernel's own field by field on
+ * this kernel, and both went back through the kernel's free-time checks
+ * (bad_page() under the debug lab kernel's CONFIG_DEBUG_VM) without a
+ * complaint. */
+TEST_F(module, block_made_by_hand_matches_the_kernels)
+{
+	static const char *const bad[] = { "differs from the kernel's", "Bad page", "BUG:", "WARNING:" };
+	int mark = kmsg_mark();
+
+	ASSERT_LE(0, mark);
+	ASSERT_EQ(0, __zeropin_load(""));
+	EXPECT_EQ(1, pool_counter("runs_supported"));
+	EXPECT_EQ(0, kmsg_count_since(mark, bad, 4));
+	close(mark);
 }
 
 TEST_F(module, pool_mib_parameter_sets_the_target)

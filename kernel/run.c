@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * run.c - 1 GiB runs of blocks.
+ *
+ * The IOMMU maps guest RAM with one 1 GiB entry where a 1 GiB-aligned
+ * range of IOVA is backed by a physically contiguous, 1 GiB-aligned range
+ * of memory. The page allocator's largest order is 4 MiB, so such a range
+ * comes only from alloc_contig_range(), as 512 order-0 pages; the pool
+ * makes them 512 blocks (order-9 folios) by hand, as __folio_alloc()
+ * would have (compat.h: zp_prep_folio()), so every later step (zeropinfs'
+ * page cache, PMD maps, pins, the free path) sees an ordinary block.
+ *
+ * Making compound pages by hand mirrors private kernel code, which moves
+ * between series. So before any run is built, the load checks the mirror
+ * against the kernel: one block the kernel made and one made by hand
+ * from a split order-9 page must agree in every field the kernel reads
+ * (flags, order, counts, the tails' links); both are then freed through
+ * the kernel's own checks (bad_page() under CONFIG_DEBUG_VM). Any
+ * difference turns runs off for this load (debugfs runs_supported 0) and
+ * says which field.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": run: " fmt
+
+#include <linux/hugetlb.h>
+#include <linux/memory_hotplug.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/page_ref.h>
+#include <linux/poison.h>
+#include <linux/vmstat.h>
+
+#include "compat.h"
+#include "pool.h"
+#include "run.h"
+
+bool zp_runs_supported;
+
+/*
+ * Runs are taken as the pool's refills are: never direct reclaim or
+ * compaction in the pool's kthread (see pool.c, POOL_GFP_REFILL), never a
+ * warning. 6.12 hands these bits to the migration of what the GiB held
+ * as well; 6.1 migrates with GFP_USER | __GFP_RETRY_MAYFAIL of its own,
+ * which is why a GiB is taken only where the zone has the room for what
+ * must move (run_room()).
+ */
+const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
+
+/* GiBs looked at per build: a scan reads 262144 struct pages (about a
+ * millisecond each); 16 finds a free one on any host that has one nearby
+ * and bounds the time a kthread spends looking. */
+#define RUN_SCAN_GIB	16
+/* A zone keeps this share of its memory free beside its high watermark
+ * when a run is taken (1/16, the pool's reserve). */
+#define RUN_RESERVE_SHIFT	4
+
+/*
+ * How many of the GiB's pages are free, or -1 when it cannot become a run
+ * or should not: offline or another zone's memory, reserved pages, hugetlb
+ * pages, unevictable pages (zeropinfs' own folios, mlocked memory: 6.1's
+ * alloc_contig_range() would unmap and fail to move them, over and over)
+ * and non-LRU pages in use (slab, drivers, blocks of this pool) that do not
+ * move. Reads struct pages without locks: a hint, alloc_contig_range()
+ * decides. Caller holds no lock; may reschedule.
+ */
+static long run_free_pages(struct zone *zone, unsigned long start)
+{
+	unsigned long pfn = start, end = start + ZP_RUN_PAGES, order, nr, off;
+	long free = 0;
+	struct folio *folio;
+	struct page *page;
+
+	while (pfn < end) {
+		if (!(pfn & (PAGES_PER_SECTION - 1)) || pfn == start) {
+			page = pfn_to_online_page(pfn);
+			if (!page || page_zone(page) != zone)
+				return -1;
+			cond_resched();
+		}
+		page = pfn_to_page(pfn);
+		if (PageBuddy(page)) {
+			order = READ_ONCE(page_private(page));
+			nr = order <= ZP_RUN_ORDER ? 1UL << order : 1;
+			free += nr;
+			pfn += min(nr, end - pfn);
+			continue;
+		}
+		if (PageReserved(page) || PageHuge(page))
+			return -1;
+		folio = page_folio(page);
+		if (folio_test_unevictable(folio))
+			return -1;
+		if (!folio_test_lru(folio) && folio_ref_count(folio))
+			return -1;
+		if (!folio_ref_count(folio))
+			free++;		/* on a per-CPU free list */
+		/* past the rest of the folio; a folio that changed under
+		 * the read is stepped over page by page */
+		nr = folio_nr_pages(folio);
+		off = pfn - folio_pfn(folio);
+		nr = off < nr ? nr - off : 1;
+		pfn += min(nr, end - pfn);
+	}
+	return free;
+}
+
+/*
+ * Room in the zone to take a GiB with used pages in it: they move within
+ * the node, so the zone must have free the GiB, what moves, its high
+ * watermark and 1/2^RUN_RESERVE_SHIFT of its memory: a run never takes a
+ * node's last memory.
+ */
+static bool run_room(struct zone *zone, long free)
+{
+	unsigned long want = 2 * ZP_RUN_PAGES - free + high_wmark_pages(zone) +
+			     (zone_managed_pages(zone) >> RUN_RESERVE_SHIFT);
+
+	return zone_page_state(zone, NR_FREE_PAGES) >= want;
+}
+
+/* The freest GiB among RUN_SCAN_GIB from *cursor on (wrapping at the zone's
+ * end), with room to take it; 0 when none. */
+static unsigned long run_pick(struct zone *zone, unsigned long *cursor)
+{
+	unsigned long first = ALIGN(zone->zone_start_pfn, ZP_RUN_PAGES);
+	unsigned long last = zone_end_pfn(zone), pfn, best = 0, n;
+	long free, best_free = -1;
+
+	if (first + ZP_RUN_PAGES > last)
+		return 0;
+	pfn = clamp(ALIGN(*cursor, ZP_RUN_PAGES), first, last);
+	for (n = 0; n < RUN_SCAN_GIB; n++, pfn += ZP_RUN_PAGES) {
+		if (pfn + ZP_RUN_PAGES > last)
+			pfn = first;
+		free = run_free_pages(zone, pfn);
+		if (free > best_free && run_room(zone, free)) {
+			best = pfn;
+			best_free = free;
+		}
+		if (free >= (long)ZP_RUN_PAGES)
+			break;
+	}
+	*cursor = best ? best + ZP_RUN_PAGES : pfn;
+	return best;
+}
+
+/*
+ * Memory failure marks a page of a large folio on the folio too (the flag
+ * the PMD map and the pool's hand-out check read), but a page it marked
+ * while the run was still order-0 pages has only its own flag: carried
+ * over to the block, as the kernel's own folio split re-derives it.
+ */
+static struct folio *run_block_poison(struct folio *folio)
+{
+	unsigned long i;
+
+	for (i = 0; i < ZP_BLOCK_PAGES; i++)
+		if (PageHWPoison(folio_page(folio, i))) {
+			zp_folio_set_has_hwpoisoned(folio);
+			break;
+		}
+	return folio;
+}
+
+int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLOCKS])
+{
+	struct zone *zone = &NODE_DATA(nid)->node_zones[ZONE_NORMAL];
+	unsigned long start, k, pfn;
+	int ret;
+
+	if (!zp_runs_supported || !populated_zone(zone))
+		return -ENOSPC;
+	start = run_pick(zone, cursor);
+	if (!start)
+		return -ENOSPC;
+	ret = zp_alloc_contig_range(start, start + ZP_RUN_PAGES, zp_run_gfp);
+	if (ret)
+		return ret;
+	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
+		pfn = start + k * ZP_BLOCK_PAGES;
+		blocks[k] = NULL;
+		if (zp_prep_folio(pfn_to_page(pfn), ZP_BLOCK_ORDER))
+			blocks[k] = run_block_poison(pfn_folio(pfn));
+		else
+			free_contig_range(pfn, ZP_BLOCK_PAGES);
+	}
+	return 0;
+}
+
+/* The folio-wide fields of ours against the kernel's; NULL when they agree. */
+static const char *run_check_folio(struct folio *ours, struct folio *kern)
+{
+	if (!folio_test_large(ours) || folio_order(ours) != ZP_BLOCK_ORDER)
+		return "order";
+	if (folio_nr_pages(ours) != folio_nr_pages(kern))
+		return "nr_pages";
+	if (folio_ref_count(ours) != folio_ref_count(kern))
+		return "refcount";
+	if (zp_folio_large_mapcount(ours) != zp_folio_large_mapcount(kern) ||
+	    folio_entire_mapcount(ours) != folio_entire_mapcount(kern))
+		return "mapcount";
+	if (folio_maybe_dma_pinned(ours) != folio_maybe_dma_pinned(kern))
+		return "pincount";
+	if (zp_folio_thp_prepped(ours) != zp_folio_thp_prepped(kern))
+		return "large folio prep";
+	if (list_empty(zp_folio_deferred_list(ours)) != list_empty(zp_folio_deferred_list(kern)))
+		return "deferred list";
+	if (ours->mapping != kern->mapping || folio_get_private(ours) != folio_get_private(kern))
+		return "head mapping";
+	return NULL;
+}
+
+/* Page i of ours against page i of the kernel's; NULL when they agree. */
+static const char *run_check_page(struct folio *ours, struct folio *kern, unsigned long i)
+{
+	struct page *o = folio_page(ours, i), *k = folio_page(kern, i);
+
+	if ((o->flags ^ k->flags) & PAGEFLAGS_MASK)
+		return "page flags";
+	if (i == 0)
+		return NULL;
+	if (!PageTail(o) || compound_head(o) != &ours->page)
+		return "compound_head";
+	if (page_ref_count(o) != page_ref_count(k))
+		return "tail refcount";
+	if (atomic_read(&o->_mapcount) != atomic_read(&k->_mapcount))
+		return "tail mapcount";
+	if ((o->mapping == TAIL_MAPPING) != (k->mapping == TAIL_MAPPING) ||
+	    page_private(o) != page_private(k))
+		return "tail mapping";
+	return NULL;
+}
+
+/* Tries at the self-check's block: a tail may hold a transient reference
+ * (a speculative lookup) just when it is frozen; three in a row would be
+ * more than chance. */
+#define RUN_CHECK_TRIES	3
+
+/* An order-9 page split into 512 order-0 pages of refcount 1 (what
+ * alloc_contig_range() leaves) made into a block by hand, or NULL (no
+ * memory: *busy false; a tail referenced RUN_CHECK_TRIES times: true). */
+static struct folio *run_check_block(bool *busy)
+{
+	const gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
+	struct page *page;
+	unsigned long i;
+	int tries;
+
+	*busy = false;
+	for (tries = 0; tries < RUN_CHECK_TRIES; tries++) {
+		page = alloc_pages_node(numa_mem_id(), gfp, ZP_BLOCK_ORDER);
+		if (!page)
+			return NULL;
+		split_page(page, ZP_BLOCK_ORDER);
+		if (zp_prep_folio(page, ZP_BLOCK_ORDER))
+			return page_folio(page);
+		for (i = 0; i < ZP_BLOCK_PAGES; i++)
+			__free_page(page + i);
+	}
+	*busy = true;
+	return NULL;
+}
+
+/*
+ * One block made by hand against one the kernel made, field by field;
+ * then both freed, and a complaint of the kernel's free-time checks
+ * (bad_page() taints the kernel) counts as a difference too. Returns 0;
+ * -EOPNOTSUPP (and says which field) when they differ; -EBUSY when no
+ * block could be made; -ENOMEM without memory to check with. Called once
+ * at load; sleeps.
+ */
+static int run_selfcheck(void)
+{
+	bool tainted = test_taint(TAINT_BAD_PAGE), busy;
+	struct folio *kern, *ours;
+	const char *bad;
+	unsigned long i;
+
+	kern = zp_folio_alloc_node(GFP_KERNEL | __GFP_NOWARN, ZP_BLOCK_ORDER, numa_mem_id());
+	if (!kern)
+		return -ENOMEM;
+	ours = run_check_block(&busy);
+	if (!ours) {
+		folio_put(kern);
+		return busy ? -EBUSY : -ENOMEM;
+	}
+	bad = run_check_folio(ours, kern);
+	for (i = 0; !bad && i < ZP_BLOCK_PAGES; i++)
+		bad = run_check_page(ours, kern, i);
+	folio_put(ours);
+	folio_put(kern);
+	if (!bad && !tainted && test_taint(TAINT_BAD_PAGE))
+		bad = "the kernel's free-time checks";
+	if (!bad)
+		return 0;
+	pr_warn("a block made by hand differs from the kernel's (%s): no 1 GiB runs\n", bad);
+	return -EOPNOTSUPP;
+}
+
+/* Decide zp_runs_supported. Never fails the load: without runs the pool
+ * serves blocks as before. */
+int zp_run_init(void)
+{
+	if (!ZP_HAVE_CONTIG_ALLOC || !ZP_HAVE_PREP_FOLIO) {
+		pr_info("no 1 GiB runs on this kernel (CONFIG_CONTIG_ALLOC, or a series zeropin does not make blocks by hand for)\n");
+		return 0;
+	}
+	/* alloc tags would follow split_page() into 511 tails that the free
+	 * of the block never clears */
+	if (IS_ENABLED(CONFIG_MEM_ALLOC_PROFILING)) {
+		pr_info("no 1 GiB runs with CONFIG_MEM_ALLOC_PROFILING\n");
+		return 0;
+	}
+	switch (run_selfcheck()) {
+	case 0:
+		zp_runs_supported = true;
+		break;
+	case -ENOMEM:
+		pr_warn("no memory for the self-check at load: no 1 GiB runs\n");
+		break;
+	case -EBUSY:
+		pr_warn("the self-check's block stayed referenced: no 1 GiB runs\n");
+		break;
+	}
+	return 0;
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zfs_runs - 1 GiB runs in the pool (issue 25): in idle time the pool takes
+ * 1 GiB-aligned, physically contiguous GiBs from the page allocator and
+ * cuts them into blocks; never while a node is handing blocks out
+ * (run_quiet_ms), never when run_build is off. A fault or a VFIO pin in a
+ * GiB of a file takes a whole run for it, so the GiB is physically
+ * contiguous and 1 GiB-aligned, every block zero, and zeropin's backend
+ * maps it with one 1 GiB IOMMU entry, proven by edu DMA; QEMU's q35 layout
+ * of a 4 GiB VM gets three.
+ *
+ * Runs in a lab boot of its own (ZP_RUNS_BOOT=1, tests/run-selftests):
+ * 10 GiB, no hugetlb reserve, so ZONE_NORMAL has free GiBs; init_on_alloc=0,
+ * so only the pool's zeroing stands between a run's old data and a file.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/statvfs.h>
+
+#include "kselftest_harness.h"
+#include "util.h"
+#include "vfio_driver.h"
+#include "vfio_edu.h"
+#include "zeropin.h"
+
+/* The pool of the build test: two runs. */
+#define RUNS_POOL_MIB	2048
+/* How long the lab (TCG) may take to build and zero the runs. */
+#define RUNS_SETTLE_MS	300000
+/* The quiet test: a block taken every TAKE_EVERY_MS for TAKE_FOR_MS, with
+ * run_quiet_ms at QUIET_MS, builds no run until QUIET_MS after the last. */
+#define QUIET_MS	3000
+#define TAKE_EVERY_MS	100
+#define TAKE_FOR_MS	6000
+#define SZ_1G		(1ul << 30)
+#define PAGES_1G	(SZ_1G / 4096)
+/* The DMA tests' file: a 4 GiB VM's RAM, the pool's four runs. */
+#define VM_SIZE		(4ul << 30)
+
+/* The bytes of p[0..len) that are not zero, word by word. */
+static size_t nonzero_words(const uint8_t *p, size_t len)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i, n = 0;
+
+	for (i = 0; i < len / 8; i++)
+		n += w[i] != 0;
+	return n;
+}
+
+/* Poll a pool counter until it reaches want; 0, or -ETIMEDOUT. */
+static int __counter_wait(const char *name, long want, int timeout_ms)
+{
+	double deadline = now_ms() + timeout_ms;
+
+	while (pool_counter(name) < want) {
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(100 * 1000);
+	}
+	return 0;
+}
+
+FIXTURE(runs) {
+	int unused;
+};
+
+FIXTURE_SETUP(runs)
+{
+	if (!getenv("ZP_RUNS_BOOT"))
+		SKIP(return, "runs in a lab boot of its own (ZP_RUNS_BOOT=1, tests/run-selftests): free GiBs in ZONE_NORMAL need 8 GiB and no hugetlb reserve");
+	zeropin_reset();
+}
+
+FIXTURE_TEARDOWN(runs)
+{
+	zeropin_reset();
+}
+
+/* A pool of two GiBs fills with two runs: each 512 blocks at consecutive
+ * pfns from a 1 GiB-aligned one (read back from pool_blocks), built in idle
+ * time and zeroed by the pool (init_on_alloc=0), then handed to a file
+ * that reads zero throughout. Prints
+ *   # runs: N built in M ms, K listed
+ */
+TEST_F_TIMEOUT(runs, runs_are_built_in_idle_time, 600)
+{
+	long built, listed, ms;
+	uint8_t *p;
+	int fd;
+
+	zeropin_load("run_build=1 pool_mib=2048");	/* RUNS_POOL_MIB */
+	ASSERT_EQ(1, pool_counter("runs_supported"));
+	ASSERT_EQ(0, pool_wait("zero_mib", RUNS_POOL_MIB, RUNS_SETTLE_MS));
+	built = pool_counter("runs_built");
+	listed = pool_blocks_runs();
+	ms = pool_counter("runs_build_ms");
+	TH_LOG("runs: %ld built in %ld ms, %ld listed, %ld tries failed", built, ms, listed,
+	       pool_counter("runs_build_failed"));
+	printf("# runs: %ld built in %ld ms, %ld listed\n", built, ms, listed);
+	EXPECT_EQ(RUNS_POOL_MIB >> 10, built);
+	EXPECT_EQ(RUNS_POOL_MIB >> 10, listed);
+	EXPECT_EQ(listed, pool_counter("runs_1g"));
+
+	zfs_mount(ZFS_MNT, "size=2048M");
+	fd = zfs_create(ZFS_MNT "/ram", (size_t)RUNS_POOL_MIB << 20);
+	p = map_file(fd, (size_t)RUNS_POOL_MIB << 20, MAP_SHARED);
+	EXPECT_EQ(0, nonzero_words(p, (size_t)RUNS_POOL_MIB << 20));
+	EXPECT_EQ(RUNS_POOL_MIB / 2, pool_counter("handed_zero"));
+	munmap(p, (size_t)RUNS_POOL_MIB << 20);
+	close(fd);
+}
+
+/* run_build=0: the same pool fills with loose blocks, and no run is tried. */
+TEST_F_TIMEOUT(runs, run_build_off_fills_with_blocks, 600)
+{
+	zeropin_load("run_build=0 pool_mib=1024");
+	ASSERT_EQ(0, pool_wait("zero_mib", 1024, RUNS_SETTLE_MS));
+	EXPECT_EQ(0, pool_counter("runs_built"));
+	EXPECT_EQ(0, pool_counter("runs_build_failed"));
+}
+
+/* While a node hands blocks out (a VM start), it builds no run: the
+ * migration a run may need would compete with the start. A block taken
+ * every TAKE_EVERY_MS for TAKE_FOR_MS with run_quiet_ms=QUIET_MS, the pool
+ * a GiB short all along: no run until the takes stop, then one. */
+TEST_F_TIMEOUT(runs, no_run_while_blocks_are_taken, 600)
+{
+	double start, last_take = 0;
+	size_t off = 0;
+	int fd;
+
+	zeropin_load("run_build=1 run_quiet_ms=3000 pool_mib=0");	/* QUIET_MS */
+	zfs_mount(ZFS_MNT, "size=512M");
+	fd = zfs_create(ZFS_MNT "/burst", 512ul << 20);
+	start = now_ms();
+	while (now_ms() - start < TAKE_FOR_MS) {
+		ASSERT_EQ(0, fallocate(fd, 0, off, SZ_2M));
+		last_take = now_ms();
+		off += SZ_2M;	/* 60 blocks of the file's 256 */
+		if (off == SZ_2M)	/* the burst has begun: now a GiB short */
+			pool_write("target_mib", 1024);
+		usleep(TAKE_EVERY_MS * 1000);
+	}
+	EXPECT_EQ(0, pool_counter("runs_built"));
+	EXPECT_EQ(0, pool_counter("runs_build_failed"));
+	ASSERT_EQ(0, __counter_wait("runs_built", 1, RUNS_SETTLE_MS));
+	TH_LOG("first run %.0f ms after the last take (run_quiet_ms %d)", now_ms() - last_take, QUIET_MS);
+	close(fd);
+}
+
+FIXTURE(runs_dma) {
+	struct edu edu;
+	int container;
+	int fd;
+	uint8_t *ram;		/* VM_SIZE of a zeropinfs file, never touched */
+};
+
+FIXTURE_SETUP(runs_dma)
+{
+	if (!getenv("ZP_RUNS_BOOT"))
+		SKIP(return, "runs in a lab boot of its own (ZP_RUNS_BOOT=1, tests/run-selftests): four free GiBs in ZONE_NORMAL need 10 GiB and no hugetlb reserve");
+	zeropin_reset();
+	zeropin_load("run_build=1 pool_mib=4096");
+	vfio_driver_use(DRIVER_ZEROPIN);
+	ASSERT_EQ(0, pool_wait("runs_1g", VM_SIZE / SZ_1G, RUNS_SETTLE_MS));
+	ASSERT_EQ(0, pool_wait("zero_mib", VM_SIZE >> 20, RUNS_SETTLE_MS));
+	zfs_mount(ZFS_MNT, "size=4096M");
+	self->fd = zfs_create(ZFS_MNT "/ram", VM_SIZE);
+	self->ram = map_file(self->fd, VM_SIZE, MAP_SHARED);
+	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
+}
+
+FIXTURE_TEARDOWN(runs_dma)
+{
+	if (!getenv("ZP_RUNS_BOOT"))
+		return;
+	edu_close(&self->edu);
+	close(self->container);
+	munmap(self->ram, VM_SIZE);
+	close(self->fd);
+	zeropin_reset();
+}
+
+/* The GiB at p is one run: 1 GiB-aligned, its blocks at consecutive pfns
+ * (the first, second, middle and last looked at). Faults them in (read). */
+static void expect_one_run(struct __test_metadata *_metadata, const uint8_t *p)
+{
+	static const unsigned long ks[] = { 1, 255, 511 };
+	uint64_t base;
+	size_t i;
+
+	touch_range((void *)p, 4096, false);
+	base = pfn_of(p);
+	ASSERT_NE(0, base);
+	EXPECT_EQ(0, base % PAGES_1G);
+	for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		touch_range((void *)(p + ks[i] * SZ_2M), 4096, false);
+		EXPECT_EQ(base + ks[i] * 512, pfn_of(p + ks[i] * SZ_2M)) TH_LOG("block %lu", ks[i]);
+	}
+}
+
+/* One store in a never-touched GiB fills the whole GiB from one run: the
+ * mount is charged a GiB, the GiB is one run, and it reads zero. */
+TEST_F_TIMEOUT(runs_dma, fault_fills_its_gib, 600)
+{
+	long handed = pool_counter("runs_handed_out");
+	struct statvfs before, after;
+
+	ASSERT_EQ(0, statvfs(ZFS_MNT, &before));
+	self->ram[SZ_1G + 4096] = 1;
+	ASSERT_EQ(0, statvfs(ZFS_MNT, &after));
+	EXPECT_EQ(handed + 1, pool_counter("runs_handed_out"));
+	EXPECT_EQ(SZ_1G, (before.f_bfree - after.f_bfree) * before.f_bsize);
+	expect_one_run(_metadata, self->ram + SZ_1G);
+	self->ram[SZ_1G + 4096] = 0;
+	EXPECT_EQ(0, nonzero_words(self->ram + SZ_1G, SZ_1G));
+}
+
+/* A pin of never-touched memory takes whole runs: 2 GiB at a 1 GiB-aligned
+ * IOVA is two 1 GiB IOMMU entries and nothing smaller, and the device
+ * reaches the memory the CPU sees. */
+TEST_F_TIMEOUT(runs_dma, maps_runs_with_1g_entries, 600)
+{
+	long e1g = iommu_counter("entries_1g"), e2m = iommu_counter("entries_2m");
+	long pinned = iommu_counter("pages_pinned"), handed = pool_counter("runs_handed_out");
+	uint64_t iova = 4ul << 30;
+
+	vfio_map(self->container, self->ram, iova, 2 * SZ_1G);
+	EXPECT_EQ(e1g + 2, iommu_counter("entries_1g"));
+	EXPECT_EQ(e2m, iommu_counter("entries_2m"));
+	EXPECT_EQ(pinned + (long)(2 * PAGES_1G), iommu_counter("pages_pinned"));
+	EXPECT_EQ(handed + 2, pool_counter("runs_handed_out"));
+	EXPECT_EQ(0, smaps_kb(self->ram, "Rss"));	/* nothing faulted in */
+	edu_verify(&self->edu, self->ram, iova, 2 * SZ_1G);
+	expect_one_run(_metadata, self->ram);
+	expect_one_run(_metadata, self->ram + SZ_1G);
+	vfio_unmap(self->container, iova, 2 * SZ_1G);
+}
+
+/* QEMU's q35 layout of a 4 GiB VM (RAM below 4 GiB split at 2 GiB, the
+ * legacy areas below 1 MiB left out; the rest above 4 GiB): three 1 GiB
+ * entries, [1G,2G) and [4G,6G); every range reaches the device. */
+TEST_F_TIMEOUT(runs_dma, qemu_q35_layout, 600)
+{
+	long e1g = iommu_counter("entries_1g");
+	static const struct { uint64_t off, iova, len; } r[] = {
+		{ 0, 0, 640ul << 10 },
+		{ 1ul << 20, 1ul << 20, 2 * SZ_1G - (1ul << 20) },
+		{ 2 * SZ_1G, 4 * SZ_1G, 2 * SZ_1G },
+	};
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		vfio_map(self->container, self->ram + r[i].off, r[i].iova, r[i].len);
+	EXPECT_EQ(e1g + 3, iommu_counter("entries_1g"));
+	TH_LOG("q35 4 GiB: %ld 1 GiB entries, %ld runs handed out", iommu_counter("entries_1g") - e1g,
+	       pool_counter("runs_handed_out"));
+	for (i = 0; i < 3; i++)
+		edu_verify(&self->edu, self->ram + r[i].off, r[i].iova, r[i].len);
+	for (i = 0; i < 3; i++)
+		vfio_unmap(self->container, r[i].iova, r[i].len);
+}
+
+TEST_HARNESS_MAIN
