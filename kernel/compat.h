@@ -58,6 +58,16 @@ static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, 
 }
 #endif
 
+/* --- the largest order a free page in the buddy allocator has: MAX_ORDER
+ * was exclusive until 6.4 and MAX_PAGE_ORDER, inclusive, since 6.8 --- */
+#ifdef MAX_PAGE_ORDER
+#define ZP_MAX_BUDDY_ORDER	MAX_PAGE_ORDER
+#elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+#define ZP_MAX_BUDDY_ORDER	(MAX_ORDER - 1)
+#else
+#define ZP_MAX_BUDDY_ORDER	MAX_ORDER
+#endif
+
 /* --- 2^order order-0 pages of refcount 1 (what alloc_contig_range()
  * leaves) made into the folio __folio_alloc() returns, so a block cut from
  * a run is a block like any other from then on, freed by folio_put().
@@ -75,7 +85,8 @@ static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
 #define ZP_PREP_FOLIO_612	1
 #define ZP_HAVE_PREP_FOLIO	1
-#elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_TRANSPARENT_HUGEPAGE)
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && \
+	defined(CONFIG_TRANSPARENT_HUGEPAGE)
 #define ZP_HAVE_PREP_FOLIO	1
 #else
 #define ZP_HAVE_PREP_FOLIO	0

@@ -168,8 +168,8 @@ MODULE_PARM_DESC(run_build,
 	"Build 1 GiB runs (physically contiguous, 1 GiB-aligned blocks, which "
 	"the IOMMU maps with one entry each) in idle time where a node's pool "
 	"is a GiB or more short of its target; loose blocks fill the rest and "
-	"wherever a run cannot be had. A fault or pin in an empty GiB of a "
-	"file takes a whole run. Writable at run time by root "
+	"wherever a run cannot be had. A VFIO pin in an empty GiB of a file "
+	"takes a whole run. Writable at run time by root "
 	"[DEFAULT: N: opt-in while runs are new]");
 
 /* A run migrates whatever the GiB held (page cache, anonymous memory):
@@ -473,10 +473,12 @@ static unsigned long run_quiet_until(struct node_pool *np)
 	return np->last_get + msecs_to_jiffies(READ_ONCE(run_quiet_ms));
 }
 
-/* May the node build a run now? Caller holds np->lock. */
+/* May the node build a run now? Not while the shrinker's back-off holds
+ * (memory pressure: a run would migrate into it). Caller holds np->lock. */
 static bool may_build_run(struct node_pool *np)
 {
-	return runs_wanted(np) && !time_before(jiffies, run_quiet_until(np));
+	return runs_wanted(np) && !time_before(jiffies, run_quiet_until(np)) &&
+	       !time_before(jiffies, np->backoff_until);
 }
 
 /*
@@ -1022,8 +1024,10 @@ bool zp_pool_get_run(int nid, struct folio **blocks)
 	if (wake)
 		wake_up(&np->wait);
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
-		/* every block was checked page by page when it was filed */
-		if (blocks[k] && set_aside(blocks[k], block_poisoned_quick(blocks[k])))
+		/* as pool_take(): page by page where no report comes */
+		if (blocks[k] && set_aside(blocks[k], !zp_poison_watched() ?
+					   block_poisoned(blocks[k]) :
+					   block_poisoned_quick(blocks[k])))
 			blocks[k] = NULL;
 		n += blocks[k] != NULL;
 	}
@@ -1084,6 +1088,27 @@ void zp_pool_put_unused(struct folio *folio)
 	if (ret)
 		return;
 	wake_up(&np->wait);	/* may now be over target */
+}
+
+void zp_pool_put_unused_run(struct folio **blocks)
+{
+	struct node_pool *np = NULL;
+	bool whole = true;
+	unsigned long k, gib = 0;
+
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		whole &= blocks[k] != NULL;
+	if (whole) {
+		np = pool_of(folio_nid(blocks[0]));
+		gib = folio_pfn(blocks[0]) >> ZP_RUN_ORDER;
+		whole = np && !xa_reserve(&np->runs, gib, GFP_KERNEL);
+	}
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		if (blocks[k])
+			zp_pool_put_unused(blocks[k]);
+	if (whole)
+		keep_run(np, gib, true);
+	atomic_long_dec(&counters.runs_handed_out);
 }
 
 /* Nothing for the kthread here: the folio goes to the page allocator once

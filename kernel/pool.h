@@ -45,6 +45,11 @@ bool zp_pool_run_ready(int nid);
  */
 bool zp_pool_get_run(int nid, struct folio **blocks);
 
+/* A run from zp_pool_get_run() of which no block became visible: every
+ * block back, and the run kept whole again where all its blocks are. May
+ * sleep. */
+void zp_pool_put_unused_run(struct folio **blocks);
+
 /*
  * A zeroed 4 KiB folio from the page allocator (node nid preferred), for
  * a file whose block could not be had: memory too fragmented for an

@@ -57,20 +57,24 @@ const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
  * How many of the GiB's pages are free, or -1 when it cannot become a run
  * or should not: offline or another zone's memory, reserved pages, hugetlb
  * pages, unevictable pages (zeropinfs' own folios, mlocked memory: 6.1's
- * alloc_contig_range() would unmap and fail to move them, over and over)
- * and non-LRU pages in use (slab, drivers, blocks of this pool) that do not
- * move. Reads struct pages without locks: a hint, alloc_contig_range()
+ * alloc_contig_range() would unmap and fail to move them, over and over),
+ * pages pinned for DMA, and non-LRU pages in use (slab, drivers, blocks of
+ * this pool) that do not move. Reads struct pages without locks: a hint, alloc_contig_range()
  * decides. Caller holds no lock; may reschedule.
  */
 static long run_free_pages(struct zone *zone, unsigned long start)
 {
 	unsigned long pfn = start, end = start + ZP_RUN_PAGES, order, nr, off;
-	long free = 0;
+	unsigned long section = ULONG_MAX;
 	struct folio *folio;
 	struct page *page;
+	long free = 0;
 
 	while (pfn < end) {
-		if (!(pfn & (PAGES_PER_SECTION - 1)) || pfn == start) {
+		/* every section the walk enters: a step past a racing buddy
+		 * or folio may land anywhere in one */
+		if (pfn_to_section_nr(pfn) != section) {
+			section = pfn_to_section_nr(pfn);
 			page = pfn_to_online_page(pfn);
 			if (!page || page_zone(page) != zone)
 				return -1;
@@ -79,7 +83,7 @@ static long run_free_pages(struct zone *zone, unsigned long start)
 		page = pfn_to_page(pfn);
 		if (PageBuddy(page)) {
 			order = READ_ONCE(page_private(page));
-			nr = order <= ZP_RUN_ORDER ? 1UL << order : 1;
+			nr = order <= ZP_MAX_BUDDY_ORDER ? 1UL << order : 1;
 			free += nr;
 			pfn += min(nr, end - pfn);
 			continue;
@@ -87,7 +91,8 @@ static long run_free_pages(struct zone *zone, unsigned long start)
 		if (PageReserved(page) || PageHuge(page))
 			return -1;
 		folio = page_folio(page);
-		if (folio_test_unevictable(folio))
+		/* long-term pins (other tenants' VFIO, RDMA) do not move */
+		if (folio_test_unevictable(folio) || folio_maybe_dma_pinned(folio))
 			return -1;
 		if (!folio_test_lru(folio) && folio_ref_count(folio))
 			return -1;
@@ -161,6 +166,17 @@ static struct folio *run_block_poison(struct folio *folio)
 	return folio;
 }
 
+/* A block's pages that could not be made a block (a tail still held by a
+ * transient reference) back one by one: free_contig_range() would warn
+ * about the held one. */
+static void run_free_pages_of(unsigned long pfn)
+{
+	unsigned long i;
+
+	for (i = 0; i < ZP_BLOCK_PAGES; i++)
+		__free_page(pfn_to_page(pfn + i));
+}
+
 int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLOCKS])
 {
 	struct zone *zone = &NODE_DATA(nid)->node_zones[ZONE_NORMAL];
@@ -181,7 +197,7 @@ int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLO
 		if (zp_prep_folio(pfn_to_page(pfn), ZP_BLOCK_ORDER))
 			blocks[k] = run_block_poison(pfn_folio(pfn));
 		else
-			free_contig_range(pfn, ZP_BLOCK_PAGES);
+			run_free_pages_of(pfn);
 	}
 	return 0;
 }

@@ -378,82 +378,99 @@ static bool zfs_interleaved(struct vm_area_struct *vma)
 }
 
 /*
- * File a block of a whole run at index (charged to the mount with the
- * run): zfs_file_folio() without its error path, which differs here.
- * Returns filemap_add_folio()'s error; on 0 the folio is locked and
- * referenced, the caller's reference besides the held one.
+ * File block k of a whole run in the file's GiB from first: charged to the
+ * mount, dirty, held (zfs_file_folio()). Returns 0 with the folio locked
+ * and referenced, or the error (nothing charged; the block is the
+ * caller's to give back).
  */
-static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t index)
+static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t first,
+			      unsigned long k)
 {
 	int ret;
 
+	if (!charge_pages(inode->i_sb, ZP_BLOCK_PAGES))
+		return -ENOSPC;
 	folio_mark_uptodate(folio);
-	ret = filemap_add_folio(inode->i_mapping, folio, index, ZFS_GFP_CHARGE);
-	if (ret)
+	ret = filemap_add_folio(inode->i_mapping, folio, first + k * ZP_BLOCK_PAGES,
+				ZFS_GFP_CHARGE);
+	if (ret) {
+		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 		return ret;
+	}
 	folio_get(folio);		/* held until zfs_free_folio() */
 	folio_mark_dirty(folio);
 	return 0;
 }
 
 /*
- * A whole 1 GiB run from the pool for the GiB of the file holding index:
- * its blocks filed in order, so the GiB is physically contiguous and 1 GiB
- * aligned, and an IOMMU maps it with one entry where the IOVA is aligned
- * too (guest RAM: QEMU maps file offset 0 and the RAM above 4 GiB at
- * GiB-aligned addresses). Only for faults and pins (vma given: they stop
- * at EOF), where the GiB lies wholly before EOF and holds no folio yet,
- * not interleaved, and the node's pool has a run. Returns 0 with *out the
- * block holding index, locked and referenced; -EAGAIN when no run was
- * taken (the caller takes one block); -EEXIST when the block for index
- * could not be filed (the caller looks again). A block a racing fault
- * filed first stays, and that run block goes back to the pool (the GiB
- * then maps in 2 MiB entries there). Same locking as zfs_add_block().
+ * Whether a VFIO pin at index should take a whole run for its GiB: the
+ * GiB lies wholly before EOF and inside the mapping (guest RAM: one file,
+ * one mapping, pinned whole), blocks are not interleaved over nodes, the
+ * node's pool has a run, and the GiB holds no folio yet.
+ */
+static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_struct *vma,
+			   int nid)
+{
+	return first + ZP_RUN_PAGES <= eof_index(inode) && first >= vma->vm_pgoff &&
+	       first + ZP_RUN_PAGES <= vma->vm_pgoff + vma_pages(vma) &&
+	       !zfs_interleaved(vma) && zp_pool_run_ready(nid) &&
+	       !filemap_range_has_page(inode->i_mapping, (loff_t)first << PAGE_SHIFT,
+				       ((loff_t)(first + ZP_RUN_PAGES) << PAGE_SHIFT) - 1);
+}
+
+/*
+ * A whole 1 GiB run from the pool for the GiB of the file holding index,
+ * asked by a VFIO pin (memory pinned for DMA is used whole; a fault or a
+ * write takes one block): its blocks filed in order, so the GiB is
+ * physically contiguous and 1 GiB-aligned, and the IOMMU maps it with one
+ * entry where the IOVA is aligned too (QEMU maps file offset 0 and the RAM
+ * above 4 GiB at GiB-aligned guest addresses). The block for index goes
+ * first: if it cannot be filed, the run goes back whole. Each block is
+ * charged to the mount as it is filed. Returns 0 with *out the block
+ * holding index, locked and referenced; -EAGAIN when no run was filed
+ * (the caller takes one block, or finds the one a racing task filed). A
+ * later block a racing task filed first stays, and that run block goes
+ * back to the pool (2 MiB entries there). Caller holds invalidate_lock
+ * (shared) and the mmap lock.
  */
 static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 		       struct folio **out)
 {
-	pgoff_t first = round_down(index, ZP_RUN_PAGES), at;
-	int nid = zfs_block_node(vma, index), ret = 0, err = 0;
+	pgoff_t first = round_down(index, ZP_RUN_PAGES);
+	unsigned long mine = (index - first) / ZP_BLOCK_PAGES, k;
+	int nid = zfs_block_node(vma, index), err = 0;
 	struct folio **blocks;
-	unsigned long k;
 
-	if (!vma || first + ZP_RUN_PAGES > eof_index(inode) || zfs_interleaved(vma) ||
-	    !zp_pool_run_ready(nid) ||
-	    filemap_range_has_page(inode->i_mapping, (loff_t)first << PAGE_SHIFT,
-				   ((loff_t)(first + ZP_RUN_PAGES) << PAGE_SHIFT) - 1))
+	if (!zfs_run_wanted(inode, first, vma, nid))
 		return -EAGAIN;
 	blocks = kmalloc_array(ZP_RUN_BLOCKS, sizeof(*blocks), GFP_KERNEL);
 	if (!blocks)
 		return -EAGAIN;
-	if (!charge_pages(inode->i_sb, ZP_RUN_PAGES) || !zp_pool_get_run(nid, blocks)) {
+	if (!zp_pool_get_run(nid, blocks)) {
 		kfree(blocks);
 		return -EAGAIN;
 	}
-	*out = NULL;
+	if (!blocks[mine] || zfs_file_run_block(inode, blocks[mine], first, mine)) {
+		zp_pool_put_unused_run(blocks);
+		kfree(blocks);
+		return -EAGAIN;
+	}
+	*out = blocks[mine];
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
-		at = first + k * ZP_BLOCK_PAGES;
-		/* a memcg at its limit refuses the rest too: not asked again */
-		err = !blocks[k] ? -EHWPOISON : err == -ENOMEM ? -ENOMEM :
-		      zfs_file_run_block(inode, blocks[k], at);
-		if (err) {
-			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
-			if (blocks[k])
-				zp_pool_put_unused(blocks[k]);
-			/* the caller looks again, and takes one block */
-			if (at == round_down(index, ZP_BLOCK_PAGES))
-				ret = -EEXIST;
+		if (k == mine || !blocks[k])
 			continue;
-		}
-		if (at == round_down(index, ZP_BLOCK_PAGES)) {
-			*out = blocks[k];
+		/* a memcg at its limit refuses the rest too: not asked again */
+		if (err != -ENOMEM)
+			err = zfs_file_run_block(inode, blocks[k], first, k);
+		if (err) {
+			zp_pool_put_unused(blocks[k]);
 			continue;
 		}
 		folio_unlock(blocks[k]);
 		folio_put(blocks[k]);
 	}
 	kfree(blocks);
-	return ret;
+	return 0;
 }
 
 /* Whether the block's range holding index already holds 4 KiB pages
@@ -475,21 +492,21 @@ static bool zfs_range_in_pages(struct inode *inode, pgoff_t index)
 }
 
 /*
- * A block at index where the range is empty, else (no block to be had,
- * or the range already in 4 KiB pages) a 4 KiB page; said on the kernel
- * log once in a while when a range starts falling back. Same contract as
+ * A block at index where the range is empty (for a VFIO pin, a whole run
+ * where its GiB is empty: zfs_add_run()), else (no block to be had, or the
+ * range already in 4 KiB pages) a 4 KiB page; said on the kernel log once
+ * in a while when a range starts falling back. Same contract as
  * zfs_add_block().
  */
 static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			 struct folio **out)
+			 bool pin, struct folio **out)
 {
 	int ret;
 
 	if (zfs_range_in_pages(inode, index))
 		return zfs_add_page(inode, index, vma, out);
-	ret = zfs_add_run(inode, index, vma, out);
-	if (ret != -EAGAIN)
-		return ret;
+	if (pin && !zfs_add_run(inode, index, vma, out))
+		return 0;
 	ret = zfs_add_block(inode, index, vma, out);
 	/* full, but another task filed the range meanwhile (its charge
 	 * made ours fail): the caller looks again */
@@ -519,10 +536,11 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
  * ZFS_ADD_TRIES: a defence). Caller holds inode_lock or invalidate_lock (shared),
  * which keeps truncation out. Without a vma (write, fallocate: inode_lock
  * held) a folio added here is marked new, and the caller ends with
- * zfs_settle_new_blocks().
+ * zfs_settle_new_blocks(). pin: a VFIO pin asks (with a vma), which may
+ * take a whole run.
  */
 static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			 struct folio **out)
+			 bool pin, struct folio **out)
 {
 	int tries, ret;
 
@@ -532,7 +550,7 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 			return 0;
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		ret = zfs_add_folio(inode, index, vma, out);
+		ret = zfs_add_folio(inode, index, vma, pin, out);
 		if (!ret && !vma)
 			folio_set_checked(*out);	/* see zfs_settle_new_blocks() */
 		if (ret != -EEXIST)
@@ -795,7 +813,7 @@ static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
 	ssize_t copied;
 	int ret;
 
-	ret = zfs_get_folio(inode, index, NULL, &folio);
+	ret = zfs_get_folio(inode, index, NULL, false, &folio);
 	if (ret)
 		return ret;
 	*added |= folio_test_checked(folio);
@@ -870,7 +888,7 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 	if (ret)
 		return ret;
 	for (pos = offset; pos < end; ) {
-		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, &folio);
+		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, false, &folio);
 		if (ret)
 			break;
 		added |= folio_test_checked(folio);
@@ -932,7 +950,7 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 
 	filemap_invalidate_lock_shared(mapping);
 	if (last < eof_index(inode))
-		ret = zfs_get_folio(inode, vmf->pgoff, vmf->vma, out);
+		ret = zfs_get_folio(inode, vmf->pgoff, vmf->vma, false, out);
 	filemap_invalidate_unlock_shared(mapping);
 	return ret;
 }
@@ -1139,7 +1157,7 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 	filemap_invalidate_lock_shared(mapping);
 	while (done + ZP_BLOCK_PAGES <= max &&
 	       index + done + ZP_BLOCK_PAGES <= eof_index(inode)) {
-		ret = zfs_get_folio(inode, index + done, vma, &folio);
+		ret = zfs_get_folio(inode, index + done, vma, true, &folio);
 		if (ret)
 			break;
 		folio_unlock(folio);
