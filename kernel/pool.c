@@ -824,7 +824,7 @@ static long node_sleep_time(struct node_pool *np)
 			t = until - jiffies + 1;
 	}
 	if (runs_wanted(np)) {
-		until = run_quiet_until(np);
+		until = max(run_quiet_until(np), np->backoff_until);
 		if (time_before(jiffies, until))
 			t = min_t(long, t, until - jiffies + 1);
 	}
@@ -1263,6 +1263,7 @@ static void set_target_locked(unsigned long blocks)
 		np->alloc_backoff = 0;
 		np->run_backoff_until = jiffies;
 		np->run_backoff = 0;
+		np->idle = false;	/* a run may wait for a quiet period */
 		spin_unlock(&np->lock);
 		if (extra)
 			extra--;
@@ -1286,7 +1287,8 @@ static unsigned long pool_count(struct shrinker *s, struct shrink_control *sc)
 }
 
 /* Free blocks of node sc->nid, dirty first, one np->lock section per
- * block; never sleeps. Refill then backs off POOL_SHRINK_BACKOFF. */
+ * block; never sleeps. Refill then backs off POOL_SHRINK_BACKOFF, and
+ * the kthread is woken to time its sleep to the back-off's end. */
 static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 {
 	struct node_pool *np = node_pools[sc->nid];
@@ -1299,6 +1301,7 @@ static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 		spin_lock(&np->lock);
 		folio = take_block_locked(np);
 		np->backoff_until = jiffies + POOL_SHRINK_BACKOFF;
+		np->idle = false;	/* see below */
 		spin_unlock(&np->lock);
 		if (!folio)
 			break;
@@ -1306,6 +1309,11 @@ static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 		atomic_long_inc(&counters.shrunk);
 		freed += ZP_BLOCK_PAGES;
 	}
+	/* an idle kthread sleeps until woken, and woken only when not idle
+	 * (node_woken()): it must time its sleep to the back-off's end, or
+	 * the pool would stay short until the next hand-out */
+	if (freed)
+		wake_up(&np->wait);
 	return freed ? freed : SHRINK_STOP;
 }
 
