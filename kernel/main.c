@@ -76,9 +76,7 @@ static int __init zeropin_init(void)
 	if (ret)
 		goto err;
 	zeropin_debugfs = debugfs_create_dir("zeropin", NULL);
-	ret = zp_run_init();	/* before the pool, which builds runs */
-	if (ret)
-		goto err_sysfs;
+	zp_run_init();		/* before the pool, which builds runs */
 	ret = zp_pool_init(zeropin_kobj, zeropin_debugfs);
 	if (ret)
 		goto err_sysfs;

@@ -314,7 +314,8 @@ static struct folio *zero_erase_locked(struct node_pool *np, unsigned long index
 	if (!folio)
 		return NULL;
 	np->nr_zero--;
-	if (xa_erase(&np->runs, index / ZP_RUN_BLOCKS)) {
+	/* without runs (run_build off), nothing more on the fault path */
+	if (np->nr_runs && xa_erase(&np->runs, index / ZP_RUN_BLOCKS)) {
 		np->nr_runs--;
 		atomic_long_inc(&counters.runs_broken);
 	}
@@ -330,7 +331,7 @@ static struct folio *loose_find_locked(struct node_pool *np, unsigned long *inde
 	struct folio *folio;
 
 	while ((folio = xa_find(&np->zero, &i, ULONG_MAX, XA_PRESENT))) {
-		if (!xa_load(&np->runs, i / ZP_RUN_BLOCKS)) {
+		if (!np->nr_runs || !xa_load(&np->runs, i / ZP_RUN_BLOCKS)) {
 			*index = i;
 			return folio;
 		}
@@ -352,7 +353,7 @@ static struct folio *zero_take_locked(struct node_pool *np)
 	unsigned long index = np->next_block;
 	struct folio *folio = xa_load(&np->zero, index);
 
-	if (!folio || xa_load(&np->runs, index / ZP_RUN_BLOCKS)) {
+	if (!folio || (np->nr_runs && xa_load(&np->runs, index / ZP_RUN_BLOCKS))) {
 		folio = loose_find_locked(np, &index);
 		if (!folio) {
 			index = 0;
@@ -585,39 +586,57 @@ static bool refill_one(struct node_pool *np)
 }
 
 /*
- * File one block of a run just built: zeroed here first unless the
- * allocator did, set aside if poisoned, given back if it cannot be filed.
- * It was counted in nr_zeroing since the build began. Kthread only; takes
- * np->lock.
+ * File a block the kthread holds (counted in nr_zeroing) zero: zeroed here
+ * first unless it already is (zeroed: the allocator did), set aside if
+ * poisoned, freed if it cannot be filed. Returns whether it was filed;
+ * *took, the ns spent zeroing (for zero_throttle()). Kthread only; takes
+ * np->lock, not held across the zeroing.
  */
-static bool file_run_block(struct node_pool *np, struct folio *folio, bool zero,
-			   unsigned int seq)
+static bool zero_and_file(struct node_pool *np, struct folio *folio, bool zeroed,
+			  unsigned int seq, u64 *took)
 {
-	u64 t0, took = 0;
+	bool poisoned = set_aside(folio, block_poisoned(folio));
 	int ret = 0;
+	u64 t0;
 
-	if (folio && set_aside(folio, block_poisoned(folio)))
-		folio = NULL;
-	if (folio && !zero) {
+	*took = 0;
+	if (!poisoned && !zeroed) {
 		t0 = ktime_get_ns();
 		zp_zero_folio(folio, true);
-		took = ktime_get_ns() - t0;
-		atomic64_add(took, &counters.zeroing_idle_ns);
+		*took = ktime_get_ns() - t0;
+		atomic64_add(*took, &counters.zeroing_idle_ns);
 	}
 	spin_lock(&np->lock);
 	np->nr_zeroing--;
-	if (folio)
+	if (!poisoned)
 		ret = file_block_locked(np, folio, true, seq);
 	spin_unlock(&np->lock);
 	if (ret == -EHWPOISON)
 		set_aside(folio, true);
 	else if (ret)
 		pool_free(folio);
-	else if (folio)
-		atomic_long_inc(zero ? &counters.zeroed_alloc : &counters.zeroed_idle);
+	return !poisoned && !ret;
+}
+
+/* File block of a run just built (NULL: it could not be made), counted in
+ * nr_zeroing since the build began. Kthread only; takes np->lock. */
+static bool file_run_block(struct node_pool *np, struct folio *folio, bool zeroed,
+			   unsigned int seq)
+{
+	u64 took;
+
+	if (!folio) {
+		spin_lock(&np->lock);
+		np->nr_zeroing--;
+		spin_unlock(&np->lock);
+		return false;
+	}
+	if (!zero_and_file(np, folio, zeroed, seq, &took))
+		return false;
+	atomic_long_inc(zeroed ? &counters.zeroed_alloc : &counters.zeroed_idle);
 	if (took)
 		zero_throttle(took);
-	return folio && !ret;
+	return true;
 }
 
 /*
@@ -641,20 +660,32 @@ static void keep_run(struct node_pool *np, unsigned long gib, bool whole)
 	spin_unlock(&np->lock);
 }
 
+/*
+ * Whether blocks[] is a whole run (a block that could not be made, or was
+ * set aside, leaves it in pieces) whose entry in np->runs could be
+ * reserved for keep_run(); *gib, its GiB. May sleep; no lock held.
+ */
+static bool run_reserve(struct node_pool *np, struct folio **blocks, unsigned long *gib)
+{
+	unsigned long k;
+
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		if (!blocks[k])
+			return false;
+	*gib = folio_pfn(blocks[0]) >> ZP_RUN_ORDER;
+	return !xa_reserve(&np->runs, *gib, GFP_KERNEL);
+}
+
 /* File a run's blocks just built, in physical order, and keep the run
  * whole where every block made it (keep_run()). Kthread only. */
 static void file_run(struct node_pool *np, struct folio **blocks, unsigned int seq)
 {
-	bool zero = allocator_zeroes(zp_run_gfp), whole = true, reserved;
-	unsigned long k, gib;
+	bool zeroed = allocator_zeroes(zp_run_gfp), whole = true, reserved;
+	unsigned long k, gib = 0;
 
-	/* a block that could not be made leaves the run in pieces */
+	reserved = run_reserve(np, blocks, &gib);
 	for (k = 0; k < ZP_RUN_BLOCKS; k++)
-		whole &= blocks[k] != NULL;
-	gib = whole ? folio_pfn(blocks[0]) >> ZP_RUN_ORDER : 0;
-	reserved = whole && !xa_reserve(&np->runs, gib, GFP_KERNEL);
-	for (k = 0; k < ZP_RUN_BLOCKS; k++)
-		whole &= file_run_block(np, blocks[k], zero, seq);
+		whole &= file_run_block(np, blocks[k], zeroed, seq);
 	if (reserved)
 		keep_run(np, gib, whole);
 }
@@ -730,8 +761,7 @@ static bool zero_one(struct node_pool *np)
 {
 	unsigned int seq = zp_poison_seq();
 	struct folio *folio;
-	u64 t0, took;
-	int ret;
+	u64 took;
 
 	spin_lock(&np->lock);
 	folio = list_first_entry_or_null(&np->dirty, struct folio, lru);
@@ -743,28 +773,10 @@ static bool zero_one(struct node_pool *np)
 	spin_unlock(&np->lock);
 	if (!folio)
 		return false;
-	if (set_aside(folio, block_poisoned(folio))) {
-		spin_lock(&np->lock);
-		np->nr_zeroing--;
-		spin_unlock(&np->lock);
-		return true;
+	if (zero_and_file(np, folio, false, seq, &took)) {
+		atomic_long_inc(&counters.zeroed_idle);
+		zero_throttle(took);
 	}
-	t0 = ktime_get_ns();
-	zp_zero_folio(folio, true);
-	took = ktime_get_ns() - t0;
-	atomic64_add(took, &counters.zeroing_idle_ns);
-	spin_lock(&np->lock);
-	np->nr_zeroing--;
-	ret = file_block_locked(np, folio, true, seq);
-	spin_unlock(&np->lock);
-	if (ret == -EHWPOISON)
-		set_aside(folio, true);
-	else if (ret)
-		pool_free(folio);
-	if (ret)
-		return true;
-	atomic_long_inc(&counters.zeroed_idle);
-	zero_throttle(took);
 	return true;
 }
 
@@ -876,6 +888,26 @@ static int pool_thread(void *data)
 
 /* --- handing blocks out and taking note of returns --- */
 
+/* A hand-out: the quiet periods count from now, and an idle kthread is to
+ * be woken (returns whether), once per burst. Caller holds np->lock. */
+static bool handed_out_locked(struct node_pool *np)
+{
+	bool wake = np->idle;
+
+	np->last_get = jiffies;
+	np->idle = false;
+	return wake;
+}
+
+/* The poison check at hand-out: a fresh block, or one where no memory
+ * failure report comes (zp_poison_watched()), page by page; the pool's
+ * own (checked page by page when filed) by their folio flags. */
+static bool hand_out_poisoned(struct folio *folio, bool fresh)
+{
+	return fresh || !zp_poison_watched() ? block_poisoned(folio) :
+					       block_poisoned_quick(folio);
+}
+
 /*
  * Take a zero block from the node, else a dirty one (*zero says which).
  * Takes and drops np->lock; wakes the kthread once per burst of hand-outs
@@ -897,9 +929,7 @@ static struct folio *node_take(struct node_pool *np, bool *zero)
 			list_del(&folio->lru);
 		}
 	}
-	np->last_get = jiffies;
-	wake = np->idle;
-	np->idle = false;
+	wake = handed_out_locked(np);
 	spin_unlock(&np->lock);
 	if (wake)
 		wake_up(&np->wait);
@@ -952,8 +982,7 @@ static struct folio *pool_take(struct node_pool *np, gfp_t gfp, bool *zero, bool
 			if (!folio)
 				return NULL;
 		}
-	} while (set_aside(folio, *fresh || !zp_poison_watched() ? block_poisoned(folio) :
-						     block_poisoned_quick(folio)));
+	} while (set_aside(folio, hand_out_poisoned(folio, *fresh)));
 	return folio;
 }
 
@@ -1013,21 +1042,14 @@ bool zp_pool_get_run(int nid, struct folio **blocks)
 		return false;
 	spin_lock(&np->lock);
 	taken = run_take_locked(np, blocks);
-	if (taken)
-		np->last_get = jiffies;
-	wake = taken && np->idle;
-	if (wake)
-		np->idle = false;
+	wake = taken && handed_out_locked(np);
 	spin_unlock(&np->lock);
 	if (!taken)
 		return false;
 	if (wake)
 		wake_up(&np->wait);
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
-		/* as pool_take(): page by page where no report comes */
-		if (blocks[k] && set_aside(blocks[k], !zp_poison_watched() ?
-					   block_poisoned(blocks[k]) :
-					   block_poisoned_quick(blocks[k])))
+		if (blocks[k] && set_aside(blocks[k], hand_out_poisoned(blocks[k], false)))
 			blocks[k] = NULL;
 		n += blocks[k] != NULL;
 	}
@@ -1092,21 +1114,14 @@ void zp_pool_put_unused(struct folio *folio)
 
 void zp_pool_put_unused_run(struct folio **blocks)
 {
-	struct node_pool *np = NULL;
-	bool whole = true;
+	struct node_pool *np = blocks[0] ? pool_of(folio_nid(blocks[0])) : NULL;
 	unsigned long k, gib = 0;
+	bool reserved = np && run_reserve(np, blocks, &gib);
 
-	for (k = 0; k < ZP_RUN_BLOCKS; k++)
-		whole &= blocks[k] != NULL;
-	if (whole) {
-		np = pool_of(folio_nid(blocks[0]));
-		gib = folio_pfn(blocks[0]) >> ZP_RUN_ORDER;
-		whole = np && !xa_reserve(&np->runs, gib, GFP_KERNEL);
-	}
 	for (k = 0; k < ZP_RUN_BLOCKS; k++)
 		if (blocks[k])
 			zp_pool_put_unused(blocks[k]);
-	if (whole)
+	if (reserved)
 		keep_run(np, gib, true);
 	atomic_long_dec(&counters.runs_handed_out);
 }

@@ -148,24 +148,6 @@ static unsigned long run_pick(struct zone *zone, unsigned long *cursor)
 	return best;
 }
 
-/*
- * Memory failure marks a page of a large folio on the folio too (the flag
- * the PMD map and the pool's hand-out check read), but a page it marked
- * while the run was still order-0 pages has only its own flag: carried
- * over to the block, as the kernel's own folio split re-derives it.
- */
-static struct folio *run_block_poison(struct folio *folio)
-{
-	unsigned long i;
-
-	for (i = 0; i < ZP_BLOCK_PAGES; i++)
-		if (PageHWPoison(folio_page(folio, i))) {
-			zp_folio_set_has_hwpoisoned(folio);
-			break;
-		}
-	return folio;
-}
-
 /* A block's pages that could not be made a block (a tail still held by a
  * transient reference) back one by one: free_contig_range() would warn
  * about the held one. */
@@ -195,7 +177,7 @@ int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLO
 		pfn = start + k * ZP_BLOCK_PAGES;
 		blocks[k] = NULL;
 		if (zp_prep_folio(pfn_to_page(pfn), ZP_BLOCK_ORDER))
-			blocks[k] = run_block_poison(pfn_folio(pfn));
+			blocks[k] = pfn_folio(pfn);	/* the pool checks it for poison */
 		else
 			run_free_pages_of(pfn);
 	}
@@ -258,7 +240,6 @@ static struct folio *run_check_block(bool *busy)
 {
 	const gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
 	struct page *page;
-	unsigned long i;
 	int tries;
 
 	*busy = false;
@@ -269,8 +250,7 @@ static struct folio *run_check_block(bool *busy)
 		split_page(page, ZP_BLOCK_ORDER);
 		if (zp_prep_folio(page, ZP_BLOCK_ORDER))
 			return page_folio(page);
-		for (i = 0; i < ZP_BLOCK_PAGES; i++)
-			__free_page(page + i);
+		run_free_pages_of(page_to_pfn(page));
 	}
 	*busy = true;
 	return NULL;
@@ -314,17 +294,17 @@ static int run_selfcheck(void)
 
 /* Decide zp_runs_supported. Never fails the load: without runs the pool
  * serves blocks as before. */
-int zp_run_init(void)
+void zp_run_init(void)
 {
 	if (!ZP_HAVE_CONTIG_ALLOC || !ZP_HAVE_PREP_FOLIO) {
 		pr_info("no 1 GiB runs on this kernel (CONFIG_CONTIG_ALLOC, or a series zeropin does not make blocks by hand for)\n");
-		return 0;
+		return;
 	}
 	/* alloc tags would follow split_page() into 511 tails that the free
 	 * of the block never clears */
 	if (IS_ENABLED(CONFIG_MEM_ALLOC_PROFILING)) {
 		pr_info("no 1 GiB runs with CONFIG_MEM_ALLOC_PROFILING\n");
-		return 0;
+		return;
 	}
 	switch (run_selfcheck()) {
 	case 0:
@@ -337,5 +317,4 @@ int zp_run_init(void)
 		pr_warn("the self-check's block stayed referenced: no 1 GiB runs\n");
 		break;
 	}
-	return 0;
 }

@@ -18,7 +18,7 @@
  */
 extern bool zp_runs_supported;
 
-int zp_run_init(void);
+void zp_run_init(void);
 
 /*
  * Take a free-enough, 1 GiB-aligned GiB of node nid's ZONE_NORMAL from the

@@ -247,14 +247,15 @@ static int nth_node(const nodemask_t *mask, unsigned int n)
  * The node a new block for file offset index should come from: the
  * mapping's memory policy (mbind: what libvirt's numatune sets through
  * QEMU), else the task's (set_mempolicy, numactl), else the node of the CPU
- * that asks. Interleaving goes block by block. vma may be NULL (write,
+ * that asks. Interleaving goes block by block (*interleaved: then a GiB
+ * is not one node's run). vma may be NULL (write,
  * fallocate); when given, the caller holds the mmap lock or (a 6.12
  * fault) the vma's own lock, either of which keeps vma->vm_policy stable
  * (mbind changes it with both taken for writing). The policy's nodemask is read once into a copy:
  * a cpuset change rebinds it in place (under task_lock, not ours), and a
  * mask that changed between reads could send nth_node() past its end.
  */
-static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
+static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index, bool *interleaved)
 {
 	int local = numa_node_id();
 #ifdef CONFIG_NUMA
@@ -262,16 +263,20 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
 	unsigned short mode;
 	nodemask_t nodes;
 
+	*interleaved = false;
 	if (!pol)
 		return local;
 	mode = READ_ONCE(pol->mode);
 	nodes = pol->nodes;
 	if (nodes_empty(nodes))
 		return local;
-	if (ZP_MPOL_IS_INTERLEAVE(mode))
+	*interleaved = ZP_MPOL_IS_INTERLEAVE(mode);
+	if (*interleaved)
 		return nth_node(&nodes, (index / ZP_BLOCK_PAGES) % nodes_weight(nodes));
 	if (mode == MPOL_BIND || mode == MPOL_PREFERRED || mode == MPOL_PREFERRED_MANY)
 		return node_isset(local, nodes) ? local : first_node(nodes);
+#else
+	*interleaved = false;
 #endif
 	return local;
 }
@@ -285,6 +290,22 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
  */
 #define ZFS_ADD_TRIES	4
 
+/* Folio (zero) into the page cache at index, uptodate and dirty, with the
+ * extra reference that keeps it whole (see the top of this file): 0 with
+ * the folio locked, or filemap_add_folio()'s error and nothing done. */
+static int zfs_insert_folio(struct inode *inode, struct folio *folio, pgoff_t index)
+{
+	int ret;
+
+	folio_mark_uptodate(folio);
+	ret = filemap_add_folio(inode->i_mapping, folio, index, ZFS_GFP_CHARGE);
+	if (ret)
+		return ret;
+	folio_get(folio);		/* held until zfs_free_folio() */
+	folio_mark_dirty(folio);
+	return 0;
+}
+
 /*
  * File folio (charged to the mount by the caller, zero) at index: dirty,
  * and held by the extra reference that keeps it whole (see the top of
@@ -294,40 +315,34 @@ static int zfs_block_node(struct vm_area_struct *vma, pgoff_t index)
 static int zfs_file_folio(struct inode *inode, struct folio *folio, pgoff_t index,
 			  struct folio **out)
 {
-	int ret;
+	int ret = zfs_insert_folio(inode, folio, index);
 
-	folio_mark_uptodate(folio);
-	ret = filemap_add_folio(inode->i_mapping, folio, index, ZFS_GFP_CHARGE);
 	if (ret) {
 		uncharge_pages(inode->i_sb, folio_nr_pages(folio));
 		zp_pool_put_unused(folio);
 		return ret;
 	}
-	folio_get(folio);		/* held until zfs_free_folio() */
-	folio_mark_dirty(folio);
 	*out = folio;
 	return 0;
 }
 
 /*
- * Take a zeroed block from the pool of the node vma's policy names for
- * index (zfs_block_node(); vma NULL for write and fallocate) into the
- * page cache at the block holding index, charged to the mount
+ * Take a zeroed block from node nid's pool (zfs_block_node() for index)
+ * into the page cache at the block holding index, charged to the mount
  * (zfs_file_folio()). Returns 0 with *out locked and referenced (the
  * caller's reference, besides the held one), -ENOSPC (mount full),
  * -ENOMEM (no block, or the memcg refused its charge), or -EEXIST (a
  * folio is in the range already). Caller holds inode_lock or
- * invalidate_lock (shared), and the mmap lock or the vma's lock when vma
- * is given.
+ * invalidate_lock (shared), and the mmap lock or the vma's lock when
+ * there is a vma.
  */
-static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			 struct folio **out)
+static int zfs_add_block(struct inode *inode, pgoff_t index, int nid, struct folio **out)
 {
 	struct folio *folio;
 
 	if (!charge_pages(inode->i_sb, ZP_BLOCK_PAGES))
 		return -ENOSPC;
-	folio = zp_pool_get(zfs_block_node(vma, index), ZFS_GFP_SYNC);
+	folio = zp_pool_get(nid, ZFS_GFP_SYNC);
 	if (!folio) {
 		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 		return -ENOMEM;
@@ -345,8 +360,7 @@ static int zfs_add_block(struct inode *inode, pgoff_t index, struct vm_area_stru
  * entries, not correctness. Counted by the pool (fallback_pages). Same
  * contract as zfs_add_block().
  */
-static int zfs_add_page(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			struct folio **out)
+static int zfs_add_page(struct inode *inode, pgoff_t index, int nid, struct folio **out)
 {
 	struct folio *folio;
 
@@ -356,7 +370,7 @@ static int zfs_add_page(struct inode *inode, pgoff_t index, struct vm_area_struc
 	 * meanwhile fails there (-EEXIST, under the xarray's lock), and its
 	 * retry sees the flag */
 	WRITE_ONCE(inode->i_private, (void *)ZFS_PAGES_FILED);
-	folio = zp_pool_get_page(zfs_block_node(vma, index));
+	folio = zp_pool_get_page(nid);
 	if (!folio) {
 		uncharge_pages(inode->i_sb, 1);
 		return -ENOMEM;
@@ -364,24 +378,11 @@ static int zfs_add_page(struct inode *inode, pgoff_t index, struct vm_area_struc
 	return zfs_file_folio(inode, folio, index, out);
 }
 
-/* Whether the memory policy for vma (or the task) spreads blocks over
- * nodes one by one: then a GiB is not one node's run. */
-static bool zfs_interleaved(struct vm_area_struct *vma)
-{
-#ifdef CONFIG_NUMA
-	struct mempolicy *pol = vma && vma->vm_policy ? vma->vm_policy : current->mempolicy;
-
-	return pol && ZP_MPOL_IS_INTERLEAVE(READ_ONCE(pol->mode));
-#else
-	return false;
-#endif
-}
-
 /*
- * File block k of a whole run in the file's GiB from first: charged to the
- * mount, dirty, held (zfs_file_folio()). Returns 0 with the folio locked
- * and referenced, or the error (nothing charged; the block is the
- * caller's to give back).
+ * File block k of a whole run in the file's GiB from first, charged to
+ * the mount (zfs_insert_folio()). Returns 0 with the folio locked and
+ * referenced, or the error (nothing charged; the block is the caller's to
+ * give back).
  */
 static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t first,
 			      unsigned long k)
@@ -390,30 +391,24 @@ static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t 
 
 	if (!charge_pages(inode->i_sb, ZP_BLOCK_PAGES))
 		return -ENOSPC;
-	folio_mark_uptodate(folio);
-	ret = filemap_add_folio(inode->i_mapping, folio, first + k * ZP_BLOCK_PAGES,
-				ZFS_GFP_CHARGE);
-	if (ret) {
+	ret = zfs_insert_folio(inode, folio, first + k * ZP_BLOCK_PAGES);
+	if (ret)
 		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
-		return ret;
-	}
-	folio_get(folio);		/* held until zfs_free_folio() */
-	folio_mark_dirty(folio);
-	return 0;
+	return ret;
 }
 
 /*
  * Whether a VFIO pin at index should take a whole run for its GiB: the
  * GiB lies wholly before EOF and inside the mapping (guest RAM: one file,
- * one mapping, pinned whole), blocks are not interleaved over nodes, the
- * node's pool has a run, and the GiB holds no folio yet.
+ * one mapping, pinned whole), the node's pool has a run, and the GiB
+ * holds no folio yet.
  */
 static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_struct *vma,
 			   int nid)
 {
 	return first + ZP_RUN_PAGES <= eof_index(inode) && first >= vma->vm_pgoff &&
 	       first + ZP_RUN_PAGES <= vma->vm_pgoff + vma_pages(vma) &&
-	       !zfs_interleaved(vma) && zp_pool_run_ready(nid) &&
+	       zp_pool_run_ready(nid) &&
 	       !filemap_range_has_page(inode->i_mapping, (loff_t)first << PAGE_SHIFT,
 				       ((loff_t)(first + ZP_RUN_PAGES) << PAGE_SHIFT) - 1);
 }
@@ -434,12 +429,12 @@ static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_st
  * (shared) and the mmap lock.
  */
 static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-		       struct folio **out)
+		       int nid, struct folio **out)
 {
 	pgoff_t first = round_down(index, ZP_RUN_PAGES);
 	unsigned long mine = (index - first) / ZP_BLOCK_PAGES, k;
-	int nid = zfs_block_node(vma, index), err = 0;
 	struct folio **blocks;
+	int err = 0;
 
 	if (!zfs_run_wanted(inode, first, vma, nid))
 		return -EAGAIN;
@@ -501,13 +496,14 @@ static bool zfs_range_in_pages(struct inode *inode, pgoff_t index)
 static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
 			 bool pin, struct folio **out)
 {
-	int ret;
+	bool interleaved;
+	int nid = zfs_block_node(vma, index, &interleaved), ret;
 
 	if (zfs_range_in_pages(inode, index))
-		return zfs_add_page(inode, index, vma, out);
-	if (pin && !zfs_add_run(inode, index, vma, out))
+		return zfs_add_page(inode, index, nid, out);
+	if (pin && !interleaved && !zfs_add_run(inode, index, vma, nid, out))
 		return 0;
-	ret = zfs_add_block(inode, index, vma, out);
+	ret = zfs_add_block(inode, index, nid, out);
 	/* full, but another task filed the range meanwhile (its charge
 	 * made ours fail): the caller looks again */
 	if (ret == -ENOSPC && zfs_range_has_folio(inode->i_mapping, index)) {
@@ -521,7 +517,7 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 	/* compaction gives up on a dying task: no reason to fall back */
 	if (fatal_signal_pending(current))
 		return -EINTR;
-	ret = zfs_add_page(inode, index, vma, out);
+	ret = zfs_add_page(inode, index, nid, out);
 	if (!ret)
 		pr_warn_ratelimited("inode %lu: no 2 MiB block for page %lu (memory fragmented, or the memcg near its limit): 4 KiB pages for that range\n",
 				    inode->i_ino, index);

@@ -88,16 +88,27 @@ void pool_write(const char *name, long value)
 		test_fail(name, ret);
 }
 
-int pool_wait(const char *name, long want, int timeout_ms)
+/* Poll read(name) until it equals want (at_least: is want or more); 0,
+ * or -ETIMEDOUT. */
+static int poll_until(long (*read)(const char *), const char *name, long want,
+		      bool at_least, int timeout_ms)
 {
 	double deadline = now_ms() + timeout_ms;
+	long v;
 
-	while (pool_read(name) != want) {
+	for (;;) {
+		v = read(name);
+		if (at_least ? v >= want : v == want)
+			return 0;
 		if (now_ms() > deadline)
 			return -ETIMEDOUT;
 		usleep(10 * 1000);
 	}
-	return 0;
+}
+
+int pool_wait(const char *name, long want, int timeout_ms)
+{
+	return poll_until(pool_read, name, want, false, timeout_ms);
 }
 
 /* A "name value" line of a debugfs counters file. */
@@ -169,6 +180,11 @@ long pool_blocks_runs(void)
 long pool_counter(const char *name)
 {
 	return counters_read(ZEROPIN_COUNTERS, name);
+}
+
+int pool_counter_wait(const char *name, long want, int timeout_ms)
+{
+	return poll_until(pool_counter, name, want, true, timeout_ms);
 }
 
 long iommu_counter(const char *name)

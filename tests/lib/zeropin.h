@@ -38,6 +38,8 @@ void pool_write(const char *name, long value);
 int pool_wait(const char *name, long want, int timeout_ms);
 /* A counter from debugfs zeropin/pool_counters, or a negative errno. */
 long pool_counter(const char *name);
+/* Poll that counter until it reaches at least want; 0, or -ETIMEDOUT. */
+int pool_counter_wait(const char *name, long want, int timeout_ms);
 /* A counter from debugfs zeropin/iommu_counters (the VFIO backend). */
 long iommu_counter(const char *name);
 /* The same with system calls only, for a bounded call (bounded.h). */

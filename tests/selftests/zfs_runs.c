@@ -45,30 +45,6 @@
 /* The DMA tests' file: a 4 GiB VM's RAM, the pool's four runs. */
 #define VM_SIZE		(4ul << 30)
 
-/* The bytes of p[0..len) that are not zero, word by word. */
-static size_t nonzero_words(const uint8_t *p, size_t len)
-{
-	const uint64_t *w = (const uint64_t *)p;
-	size_t i, n = 0;
-
-	for (i = 0; i < len / 8; i++)
-		n += w[i] != 0;
-	return n;
-}
-
-/* Poll a pool counter until it reaches want; 0, or -ETIMEDOUT. */
-static int __counter_wait(const char *name, long want, int timeout_ms)
-{
-	double deadline = now_ms() + timeout_ms;
-
-	while (pool_counter(name) < want) {
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		usleep(100 * 1000);
-	}
-	return 0;
-}
-
 FIXTURE(runs) {
 	int unused;
 };
@@ -113,7 +89,7 @@ TEST_F_TIMEOUT(runs, runs_are_built_in_idle_time, 600)
 	zfs_mount(ZFS_MNT, "size=2048M");
 	fd = zfs_create(ZFS_MNT "/ram", (size_t)RUNS_POOL_MIB << 20);
 	p = map_file(fd, (size_t)RUNS_POOL_MIB << 20, MAP_SHARED);
-	EXPECT_EQ(0, nonzero_words(p, (size_t)RUNS_POOL_MIB << 20));
+	EXPECT_TRUE(all_bytes(p, 0, (size_t)RUNS_POOL_MIB << 20));
 	EXPECT_EQ(RUNS_POOL_MIB / 2, pool_counter("handed_zero"));
 	munmap(p, (size_t)RUNS_POOL_MIB << 20);
 	close(fd);
@@ -152,7 +128,7 @@ TEST_F_TIMEOUT(runs, no_run_while_blocks_are_taken, 600)
 	}
 	EXPECT_EQ(0, pool_counter("runs_built"));
 	EXPECT_EQ(0, pool_counter("runs_build_failed"));
-	ASSERT_EQ(0, __counter_wait("runs_built", 1, RUNS_SETTLE_MS));
+	ASSERT_EQ(0, pool_counter_wait("runs_built", 1, RUNS_SETTLE_MS));
 	TH_LOG("first run %.0f ms after the last take (run_quiet_ms %d)", now_ms() - last_take, QUIET_MS);
 	close(fd);
 }
@@ -272,7 +248,7 @@ TEST_F_TIMEOUT(runs_dma, maps_runs_with_1g_entries, 600)
 	EXPECT_EQ(pinned + (long)(2 * PAGES_1G), iommu_counter("pages_pinned"));
 	EXPECT_EQ(handed + 2, pool_counter("runs_handed_out"));
 	EXPECT_EQ(0, smaps_kb(self->ram, "Rss"));	/* nothing faulted in */
-	EXPECT_EQ(0, nonzero_words(self->ram + SZ_1G, SZ_1G));
+	EXPECT_TRUE(all_bytes(self->ram + SZ_1G, 0, SZ_1G));
 	edu_verify(&self->edu, self->ram, iova, 2 * SZ_1G);
 	expect_one_run(_metadata, self->ram);
 	expect_one_run(_metadata, self->ram + SZ_1G);
