@@ -23,6 +23,11 @@
  * calls, contiguous runs, iommu_map calls and the IOMMU entries created by
  * page size. For type1 the IOMMU map calls are about phys_runs (it maps
  * each physically contiguous chunk with one call).
+ *
+ * With zeropin's run_build on (pool_runs 1 in the rows), every cold
+ * zeropinfs row of a GiB or more starts from a pool emptied and filled
+ * again in whole 1 GiB runs, and prints a run_build row beside it: the
+ * runs built and the time taking them cost.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,9 +48,11 @@
 
 #define IOVA_BASE 0x100000000ull
 #define MAX_LIST 8
-#define ZP_COUNTERS 6
-/* Zeroing 4 GiB at TCG's ~0.4 GB/s takes ~10 s; leave a wide margin. */
+#define ZP_COUNTERS 7
+/* Zeroing 4 GiB at TCG's ~0.4 GB/s takes ~10 s; leave a wide margin,
+ * and as much again per GiB beyond (a 16 GiB row). */
 #define POOL_FILL_TIMEOUT_MS 120000
+#define POOL_FILL_MS_PER_GIB 30000
 
 struct options {
 	enum vfio_driver drivers[MAX_LIST];
@@ -72,7 +79,7 @@ struct counters {
 /* zeropin's iommu counters recorded per row (deltas over MAP_DMA). */
 static const char *const zp_names[ZP_COUNTERS] = {
 	"pages_pinned_total", "gup_calls", "runs", "iommu_map_calls",
-	"entries_4k", "entries_2m",
+	"entries_4k", "entries_2m", "entries_1g",
 };
 
 static long file_value(const char *path, const char *key)
@@ -116,6 +123,13 @@ static void emit_zeropin(enum vfio_driver d, const struct counters *before,
 		printf(",\"%s\":%ld", zp_names[i], after->zp[i] - before->zp[i]);
 }
 
+/* Whether the pool builds 1 GiB runs (zeropin's run_build): zeropinfs
+ * rows then take whole runs; 0 without zeropin. */
+static int pool_runs(void)
+{
+	return zeropin_param_read("run_build") == 1;
+}
+
 static void emit(enum vfio_driver d, enum backing b, bool warm,
 		 unsigned long mib, int rep, double map_ms, double unmap_ms,
 		 int verify, long runs, const struct counters *before,
@@ -146,11 +160,11 @@ static void emit(enum vfio_driver d, enum backing b, bool warm,
 	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
 	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f,"
 	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld,"
-	       "\"phys_runs\":%ld",
+	       "\"phys_runs\":%ld,\"pool_runs\":%d",
 	       init_on_alloc(), kernel ? kernel : "?", u.release, vfio_driver_name(d), backing_name(b),
 	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
 	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
-	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync, runs);
+	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync, runs, pool_runs());
 	emit_zeropin(d, before, after);
 	printf("}\n");
 	fflush(stdout);
@@ -193,20 +207,64 @@ static long phys_runs(void *addr, size_t size)
 	return runs;
 }
 
-/* Wait until the pool holds at least mib of zero blocks (it refills in
- * idle time after the previous measurement gave its blocks back). */
-static int pool_fill(unsigned long mib)
+/* Poll until read(name) is at least want (at_most: at most); 0 or
+ * -ETIMEDOUT at deadline. */
+static int wait_value(long (*read)(const char *), const char *name, long want, bool at_most,
+		      double deadline)
 {
-	double deadline = now_ms() + POOL_FILL_TIMEOUT_MS;
+	long v;
 
-	if (pool_read("target_mib") < (long)mib)
-		pool_write("target_mib", mib);
-	while (pool_read("zero_mib") < (long)mib) {
+	while ((v = read(name)), at_most ? v > want : v < want) {
 		if (now_ms() > deadline)
 			return -ETIMEDOUT;
 		usleep(20 * 1000);
 	}
 	return 0;
+}
+
+/*
+ * Runs for a row of mib: the pool emptied first (the last row's file went
+ * back to the page allocator and the pool refilled with whatever it could
+ * get meanwhile), then filled again to mib, in whole runs where a GiB is
+ * wanted. Prints a run_build row: runs built in idle time and the time
+ * taking them cost (migration and the allocator's zeroing included).
+ */
+static int pool_fill_runs(unsigned long mib, double deadline)
+{
+	long built = pool_counter("runs_built"), ms = pool_counter("runs_build_ms");
+	long failed = pool_counter("runs_build_failed");
+	const char *kernel = getenv("LAB_KERNEL");
+	double t0;
+
+	pool_write("target_mib", 0);
+	if (wait_value(pool_read, "zero_mib", 0, true, deadline))
+		return -ETIMEDOUT;
+	t0 = now_ms();
+	pool_write("target_mib", mib);
+	if (wait_value(pool_read, "zero_mib", mib, false, deadline) ||
+	    wait_value(pool_read, "runs_1g", mib >> 10, false, deadline))
+		return -ETIMEDOUT;
+	built = pool_counter("runs_built") - built;
+	printf("{\"bench\":\"run_build\",\"init_on_alloc\":%d,\"kernel\":\"%s\",\"size_mib\":%lu,"
+	       "\"runs_built\":%ld,\"runs_build_failed\":%ld,\"build_ms\":%ld,\"fill_ms\":%.0f}\n",
+	       init_on_alloc(), kernel ? kernel : "?", mib, built,
+	       pool_counter("runs_build_failed") - failed, pool_counter("runs_build_ms") - ms,
+	       now_ms() - t0);
+	return 0;
+}
+
+/* Wait until the pool holds at least mib of zero blocks (it refills in
+ * idle time after the previous measurement gave its blocks back); with
+ * runs, mib's whole GiBs in runs. */
+static int pool_fill(unsigned long mib)
+{
+	double deadline = now_ms() + POOL_FILL_TIMEOUT_MS + (mib >> 10) * POOL_FILL_MS_PER_GIB;
+
+	if (pool_runs() && mib >= 1024)
+		return pool_fill_runs(mib, deadline);
+	if (pool_read("target_mib") < (long)mib)
+		pool_write("target_mib", mib);
+	return wait_value(pool_read, "zero_mib", mib, false, deadline);
 }
 
 /* One measurement: fresh buffer, (touch), map, verify, unmap, free. */
@@ -219,7 +277,8 @@ static int measure(enum vfio_driver d, struct edu *e, int container,
 	int ret, verify;
 	long runs;
 
-	if (b == BACKING_ZEROPINFS && !warm && pool_fill(mib))
+	/* warm rows with runs too: their faults take a run's blocks in order */
+	if (b == BACKING_ZEROPINFS && (!warm || pool_runs()) && pool_fill(mib))
 		printf("# pool did not reach %lu MiB zero in time\n", mib);
 	ret = __buffer_alloc(&buf, b, mib << 20);
 	if (ret) {

@@ -14,6 +14,7 @@
  * so only the pool's zeroing stands between a run's old data and a file.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <sys/statvfs.h>
 
 #include "kselftest_harness.h"
+#include "pressure.h"
 #include "util.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
@@ -44,6 +46,9 @@
 #define PAGES_1G	(SZ_1G / 4096)
 /* The DMA tests' file: a 4 GiB VM's RAM, the pool's four runs. */
 #define VM_SIZE		(4ul << 30)
+/* The reuse test: a file faulted in after a pinned run was let go of. */
+#define AFTER_SIZE	(64ul << 20)
+#define PATTERN		0x5a
 
 FIXTURE(runs) {
 	int unused;
@@ -187,7 +192,8 @@ FIXTURE_TEARDOWN(runs_dma)
 		return;
 	edu_close(&self->edu);
 	close(self->container);
-	munmap(self->ram, VM_SIZE);
+	if (self->ram)
+		munmap(self->ram, VM_SIZE);
 	close(self->fd);
 	zeropin_reset();
 }
@@ -277,6 +283,141 @@ TEST_F_TIMEOUT(runs_dma, qemu_q35_layout, 600)
 		edu_verify(&self->edu, self->ram + r[i].off, r[i].iova, r[i].len);
 	for (i = 0; i < 3; i++)
 		vfio_unmap(self->container, r[i].iova, r[i].len);
+}
+
+/* A run pinned for DMA whose file lets go of it (truncate) is not handed
+ * out again while the device may still reach it: a file faulted in after
+ * (faults take loose blocks first, runs last, so a GiB wrongly back in
+ * the pool would be the first taken) gets none of its pages and reads
+ * zero, and the device still reaches the orphaned GiB. The unmap lets it
+ * go. */
+TEST_F_TIMEOUT(runs_dma, truncated_run_is_not_reused_while_pinned, 600)
+{
+	long e1g = iommu_counter("entries_1g"), returned = pool_counter("returned");
+	long pinned = iommu_counter("pages_pinned");
+	uint8_t chunk[EDU_DMA_MAX], *q;
+	uint64_t base, pfn, iova = SZ_1G, q_iova = 8 * SZ_1G;
+	size_t off;
+	int fd;
+
+	vfio_map(self->container, self->ram, iova, SZ_1G);
+	ASSERT_EQ(e1g + 1, iommu_counter("entries_1g"));
+	touch_range(self->ram, 4096, false);
+	base = pfn_of(self->ram);
+	ASSERT_NE(0, base);
+	munmap(self->ram, VM_SIZE);
+	self->ram = NULL;
+
+	/* the file lets go of the run's 512 blocks; the IOMMU still holds them */
+	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	EXPECT_EQ(returned + (long)(SZ_1G / SZ_2M), pool_counter("returned"));
+	EXPECT_EQ(pinned + (long)PAGES_1G, iommu_counter("pages_pinned"));
+
+	fd = zfs_create(ZFS_MNT "/after", AFTER_SIZE);
+	q = map_file(fd, AFTER_SIZE, MAP_SHARED);
+	ASSERT_TRUE(all_bytes(q, 0, AFTER_SIZE));
+	for (off = 0; off < AFTER_SIZE; off += SZ_2M) {
+		pfn = pfn_of(q + off);
+		ASSERT_NE(0, pfn);
+		ASSERT_FALSE(pfn >= base && pfn < base + PAGES_1G)
+			TH_LOG("block at %zu MiB is the pinned run's", off >> 20);
+	}
+
+	/* the device still reaches the orphaned GiB: q -> device -> orphan,
+	 * q cleared, orphan -> device -> q */
+	memset(chunk, PATTERN, sizeof(chunk));
+	memcpy(q, chunk, sizeof(chunk));
+	vfio_map(self->container, q, q_iova, SZ_2M);
+	ASSERT_EQ(0, __edu_dma(&self->edu, q_iova, sizeof(chunk), false));
+	ASSERT_EQ(0, __edu_dma(&self->edu, iova + SZ_2M, sizeof(chunk), true));
+	memset(q, 0, sizeof(chunk));
+	ASSERT_EQ(0, __edu_dma(&self->edu, iova + SZ_2M, sizeof(chunk), false));
+	ASSERT_EQ(0, __edu_dma(&self->edu, q_iova, sizeof(chunk), true));
+	EXPECT_EQ(0, memcmp(q, chunk, sizeof(chunk)));
+	vfio_unmap(self->container, q_iova, SZ_2M);
+	vfio_unmap(self->container, iova, SZ_1G);
+	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
+	munmap(q, AFTER_SIZE);
+	close(fd);
+}
+
+/*
+ * A fragmented host: a page pinned long-term in every 2 MiB of memory a
+ * filler took (tests/lib/pressure.h: io_uring, as another tenant's VFIO
+ * or RDMA pins), FRAG_LEAVE_MIB left whole. Free memory is plenty but no
+ * GiB of it can become a run: the pool tries, fails, backs off
+ * (POOL_RUN_BACKOFF) and fills with loose blocks meanwhile, and a VM's
+ * RAM pinned for DMA maps in 2 MiB entries, every one reaching the
+ * device. Last in this file: the teardown gives the memory back.
+ */
+#define FRAG_LEAVE_MIB	2048	/* whole blocks for the pool's GiB, and room */
+
+FIXTURE(runs_fragmented) {
+	struct edu edu;
+	int container;
+	struct fragmented frag;
+};
+
+FIXTURE_SETUP(runs_fragmented)
+{
+	int ret;
+
+	memset(&self->frag, 0, sizeof(self->frag));
+	self->container = -1;
+	if (!getenv("ZP_RUNS_BOOT"))
+		SKIP(return, "runs in a lab boot of its own (ZP_RUNS_BOOT=1, tests/run-selftests): it fragments most of the lab's memory");
+	zeropin_reset();
+	zeropin_load("run_build=0 pool_mib=0");
+	vfio_driver_use(DRIVER_ZEROPIN);
+	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
+	ret = __fragment_memory(&self->frag, FRAG_LEAVE_MIB);
+	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory: %s", strerror(-ret));
+	ret = __fragment_pin(&self->frag);
+	if (ret == -ENOSYS)
+		SKIP(return, "no io_uring in this kernel to pin the fragmenter's pages");
+	ASSERT_EQ(0, ret) TH_LOG("pinning the fragmenter's pages: %s", strerror(-ret));
+	TH_LOG("fragmented: %ld pages pinned, one per 2 MiB of %zu MiB", self->frag.nkept,
+	       self->frag.size >> 20);
+}
+
+FIXTURE_TEARDOWN(runs_fragmented)
+{
+	if (!getenv("ZP_RUNS_BOOT"))
+		return;
+	fragment_release(&self->frag);
+	if (self->container >= 0) {
+		edu_close(&self->edu);
+		close(self->container);
+	}
+	zeropin_reset();
+}
+
+TEST_F_TIMEOUT(runs_fragmented, falls_back_to_blocks, 900)
+{
+	long e1g = iommu_counter("entries_1g"), e2m = iommu_counter("entries_2m");
+	uint8_t *ram;
+	int fd;
+
+	ASSERT_EQ(0, __zeropin_param_write("run_build", 1));
+	pool_write("target_mib", 1024);
+	ASSERT_EQ(0, pool_counter_wait("runs_build_failed", 1, RUNS_SETTLE_MS));
+	ASSERT_EQ(0, pool_wait("zero_mib", 1024, RUNS_SETTLE_MS))
+		TH_LOG("pool %ld MiB of 1024", pool_read("zero_mib"));
+	EXPECT_EQ(0, pool_counter("runs_built"));
+	EXPECT_EQ(0, pool_read("runs_1g"));
+	TH_LOG("no run: %ld tries failed in %ld ms; the pool filled with loose blocks",
+	       pool_counter("runs_build_failed"), pool_counter("runs_build_ms"));
+
+	zfs_mount(ZFS_MNT, "size=1024M");
+	fd = zfs_create(ZFS_MNT "/ram", SZ_1G);
+	ram = map_file(fd, SZ_1G, MAP_SHARED);
+	vfio_map(self->container, ram, SZ_1G, SZ_1G);
+	EXPECT_EQ(e1g, iommu_counter("entries_1g"));
+	EXPECT_EQ(e2m + (long)(SZ_1G / SZ_2M), iommu_counter("entries_2m"));
+	edu_verify(&self->edu, ram, SZ_1G, SZ_1G);
+	vfio_unmap(self->container, SZ_1G, SZ_1G);
+	munmap(ram, SZ_1G);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
