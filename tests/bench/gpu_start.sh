@@ -5,19 +5,23 @@
 # (ivshmem, a 16 GiB BAR each, mapped for peer-to-peer as QEMU maps every
 # BAR), started paused, resumed and run to its kernel's first line, with
 # Debian's QEMU (stock): on stock type1 (anonymous guest RAM, zeropin not
-# claiming type1v2) and on zeropin (guest RAM on zeropinfs); and once with
-# no GPU at all ("none", guest RAM on zeropinfs: the same VM as a CPU VM).
-# REPS times, round-robin.
+# claiming type1v2), on zeropin (guest RAM on zeropinfs, the pool in 2 MiB
+# blocks) and on zeropin-runs (the same with run_build on and the pool
+# refilled in whole 1 GiB runs first: the guest RAM's 1 GiB-aligned GiBs
+# map as 1 GiB IOMMU entries); and once with no GPU at all ("none", guest
+# RAM on zeropinfs: the same VM as a CPU VM). REPS times, round-robin.
 #
 # USAGE: (in the lab) gpu_start [--reps N] [--gpus N,N...]
 #                                          [DEFAULT: 1 repetition; 1,2,4]
 #
 # One JSON line per start:
-#   {"bench":"gpu_start","kernel","qemu":"stock","driver":"none|type1|zeropin",
-#    "gpus","bar_gib","rep","guest_mib","map_ioctls","unmap_ioctls",
-#    "mib_mapped","vfio_ms","init_ms","firmware_ms"}
+#   {"bench":"gpu_start","kernel","qemu":"stock",
+#    "driver":"none|type1|zeropin|zeropin-runs","gpus","bar_gib","rep",
+#    "guest_mib","map_ioctls","unmap_ioctls","mib_mapped","vfio_ms",
+#    "entries_1g","init_ms","firmware_ms"}
 # map/unmap ioctls, MiB mapped and vfio_ms (time inside MAP_DMA and
-# UNMAP_DMA): kprobes on VFIO's container ioctl; init_ms: QEMU start until
+# UNMAP_DMA): kprobes on VFIO's container ioctl; entries_1g: zeropin's
+# 1 GiB IOMMU entries made during the start (0 on type1); init_ms: QEMU start until
 # its monitor answers (a->b: realize, guest RAM mapped); firmware_ms:
 # resume to the kernel's first line (b->c: SeaBIOS sizes and places the
 # BARs, QEMU maps each one as the guest turns its decode on). Timings are
@@ -28,6 +32,8 @@ TAP_PREFIX=gpu_start
 . "$(dirname -- "$0")/../lib/tap.sh"
 . "$(dirname -- "$0")/../lib/l2.sh"
 CLAIM=/sys/module/zeropin/parameters/claim_type1v2
+RUN_BUILD=/sys/module/zeropin/parameters/run_build
+POOL=/sys/kernel/zeropin/pool
 REPS=1
 GPU_COUNTS=1,2,4
 
@@ -48,12 +54,39 @@ gpu_args() {
 	GPU_ARGS+=(-global "q35-pcihost.pci-hole64-size=$((n * bar_gib * 2 + 64))G")
 }
 
+# wait_pool FILE MIB: until the pool's FILE reads MIB or more (at most:
+# "le"), 120 s at most.
+wait_pool() {
+	local file="$1" mib="$2" cmp="${3:-ge}" i
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(cat "$POOL/$file")" -"$cmp" "$mib" ] && return 0
+		sleep 0.1
+	done
+	echo "# the pool's $file did not reach $mib in 120 s"
+	return 1
+}
+
+# run_build on, the pool emptied and filled again to the guest's RAM, its
+# whole GiBs in runs (the blocks of the last start went back to the page
+# allocator and the refill after it took loose blocks).
+pool_in_runs() {
+	local want=$((GUEST_MIB + 64))
+	echo "# echo 1 > $RUN_BUILD; echo 0, then $want > $POOL/target_mib"
+	echo 1 >"$RUN_BUILD"
+	echo 0 >"$POOL/target_mib"
+	wait_pool zero_mib 0 le
+	echo "$want" >"$POOL/target_mib"
+	wait_pool runs_1g $((GUEST_MIB >> 10)) && wait_pool zero_mib "$GUEST_MIB"
+}
+
 # One start; prints its JSON line.
 start_once() {
-	local driver="$1" n="$2" rep="$3" ram="" claim=1
+	local driver="$1" n="$2" rep="$3" ram="" claim=1 e1g
 	[ "$driver" = type1 ] && { ram=anonymous; claim=0; }
+	[ "$driver" = zeropin-runs ] && pool_in_runs
 	echo "# echo $claim > $CLAIM"
 	echo "$claim" >"$CLAIM"
+	e1g=$(counter iommu_counters entries_1g)
 	l2_base_args $ram
 	gpu_args "$n"
 	vfio_count_reset
@@ -62,10 +95,16 @@ start_once() {
 	[ -n "$RESUME_S" ] || die "$driver with $n GPUs: no kernel line in $FIRST_LINE_S s: $ERR"
 	vfio_count_read
 	vfio_time_read
+	e1g=$(($(counter iommu_counters entries_1g) - e1g))
+	if [ "$driver" = zeropin-runs ]; then
+		echo "# echo 0 > $RUN_BUILD"
+		echo 0 >"$RUN_BUILD"
+	fi
 	printf '{"bench":"gpu_start","kernel":"%s","qemu":"stock","driver":"%s","gpus":%d,"bar_gib":%d,' \
 		"$(uname -r | cut -d. -f1,2)" "$driver" "$n" "$((GPU_BAR_BYTES >> 30))"
 	printf '"rep":%d,"guest_mib":%d,"map_ioctls":%d,"unmap_ioctls":%d,"mib_mapped":%d,"vfio_ms":%d,' \
 		"$rep" "$GUEST_MIB" "$VFIO_MAPS" "$VFIO_UNMAPS" "$VFIO_MAP_MIB" "$VFIO_MS"
+	printf '"entries_1g":%d,' "$e1g"
 	printf '"init_ms":%.0f,"firmware_ms":%.0f}\n' \
 		"$(echo "$READY_S * 1000" | bc)" "$(echo "$RESUME_S * 1000" | bc)"
 }
@@ -103,7 +142,7 @@ main() {
 		l2_setup >/dev/null
 		start_once none 0 "$rep"
 		for n in ${GPU_COUNTS//,/ }; do
-			for d in type1 zeropin; do
+			for d in type1 zeropin zeropin-runs; do
 				l2_setup >/dev/null	# the pool idle before every start
 				start_once "$d" "$n" "$rep"
 			done

@@ -127,7 +127,7 @@ static void emit_zeropin(enum vfio_driver d, const struct counters *before,
  * rows then take whole runs; 0 without zeropin. */
 static int pool_runs(void)
 {
-	return zeropin_param_read("run_build") == 1;
+	return zeropin_param_bool("run_build") == 1;
 }
 
 static void emit(enum vfio_driver d, enum backing b, bool warm,
@@ -226,8 +226,10 @@ static int wait_value(long (*read)(const char *), const char *name, long want, b
  * Runs for a row of mib: the pool emptied first (the last row's file went
  * back to the page allocator and the pool refilled with whatever it could
  * get meanwhile), then filled again to mib, in whole runs where a GiB is
- * wanted. Prints a run_build row: runs built in idle time and the time
- * taking them cost (migration and the allocator's zeroing included).
+ * wanted and the zone has room for it (a run never takes a zone's last
+ * 1/16). Prints a run_build row: runs built in idle time, tries failed,
+ * and the time taking them cost (migration and the allocator's zeroing
+ * included).
  */
 static int pool_fill_runs(unsigned long mib, double deadline)
 {
@@ -241,8 +243,15 @@ static int pool_fill_runs(unsigned long mib, double deadline)
 		return -ETIMEDOUT;
 	t0 = now_ms();
 	pool_write("target_mib", mib);
-	if (wait_value(pool_read, "zero_mib", mib, false, deadline) ||
-	    wait_value(pool_read, "runs_1g", mib >> 10, false, deadline))
+	/* every GiB in a run, or a build failed (no GiB with room: loose
+	 * blocks fill the rest, and the row says how many runs it had) */
+	while (pool_read("runs_1g") < (long)(mib >> 10) &&
+	       pool_counter("runs_build_failed") == failed) {
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(20 * 1000);
+	}
+	if (wait_value(pool_read, "zero_mib", mib, false, deadline))
 		return -ETIMEDOUT;
 	built = pool_counter("runs_built") - built;
 	printf("{\"bench\":\"run_build\",\"init_on_alloc\":%d,\"kernel\":\"%s\",\"size_mib\":%lu,"

@@ -232,6 +232,22 @@ long zeropin_param_read(const char *name)
 	return ret ? ret : val;
 }
 
+int zeropin_param_bool(const char *name)
+{
+	char path[256], c = 0;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/sys/module/zeropin/parameters/%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	ret = read(fd, &c, 1) == 1 ? 0 : -EIO;
+	close(fd);
+	if (ret)
+		return ret;
+	return c == 'Y' || c == 'y' || c == '1';
+}
+
 int __zeropin_param_write(const char *name, long value)
 {
 	char path[256];

@@ -50,6 +50,8 @@ long iommu_counter_raw(const char *name);
 long pool_blocks_runs(void);
 /* /sys/module/zeropin/parameters/NAME as a number, or a negative errno. */
 long zeropin_param_read(const char *name);
+/* A bool module parameter: 1 (Y), 0 (N), or -errno (no zeropin). */
+int zeropin_param_bool(const char *name);
 /* Write /sys/module/zeropin/parameters/NAME; 0 or -errno. */
 int __zeropin_param_write(const char *name, long value);
 /* The same with a string value (a CPU list, a method name). */

@@ -7,7 +7,9 @@
  * of a file takes a whole run for it (a fault takes one block), so the GiB
  * is physically contiguous and 1 GiB-aligned, every block zero, and
  * zeropin's backend maps it with one 1 GiB IOMMU entry, proven by edu DMA;
- * QEMU's q35 layout of a 4 GiB VM gets three.
+ * QEMU's q35 layout of a 4 GiB VM gets three. A run a file lets go of while
+ * it is pinned is not handed out again; on a fragmented lab (a long-term
+ * pin in every 2 MiB) no run is built and the pool falls back to blocks.
  *
  * Runs in a lab boot of its own (ZP_RUNS_BOOT=1, tests/run-selftests):
  * 10 GiB, no hugetlb reserve, so ZONE_NORMAL has free GiBs; init_on_alloc=0,
