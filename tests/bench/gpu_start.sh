@@ -11,8 +11,8 @@
 # map as 1 GiB IOMMU entries); and once with no GPU at all ("none", guest
 # RAM on zeropinfs: the same VM as a CPU VM). REPS times, round-robin.
 #
-# USAGE: (in the lab) gpu_start [--reps N] [--gpus N,N...]
-#                                          [DEFAULT: 1 repetition; 1,2,4]
+# USAGE: (in the lab) gpu_start [--reps N] [--gpus N,N...] [--drivers D,D...]
+#        [DEFAULT: 1 repetition; 1,2,4; type1,zeropin,zeropin-runs]
 #
 # One JSON line per start:
 #   {"bench":"gpu_start","kernel","qemu":"stock",
@@ -36,13 +36,14 @@ RUN_BUILD=/sys/module/zeropin/parameters/run_build
 POOL=/sys/kernel/zeropin/pool
 REPS=1
 GPU_COUNTS=1,2,4
+DRIVERS=type1,zeropin,zeropin-runs
 
 die() { echo "gpu_start: $*" >&2; exit 1; }
 
 # The L2's devices: the first N GPU stand-ins, and a 64-bit PCI hole that
 # holds their BARs (twice their total, for alignment, plus room).
 gpu_args() {
-	local n="$1" bdf i=0 bar_gib
+	local n="$1" bdf i=0 bar_gib hole top bits
 	GPU_ARGS=()
 	[ "$n" -gt 0 ] || return 0
 	bar_gib=$((GPU_BAR_BYTES >> 30))
@@ -51,7 +52,13 @@ gpu_args() {
 		GPU_ARGS+=(-device "vfio-pci,host=$bdf")
 		i=$((i + 1))
 	done
-	GPU_ARGS+=(-global "q35-pcihost.pci-hole64-size=$((n * bar_gib * 2 + 64))G")
+	hole=$((n * bar_gib * 2 + 64))
+	GPU_ARGS+=(-global "q35-pcihost.pci-hole64-size=${hole}G")
+	# TCG's 40 physical address bits hold 1 TiB; eight 128 GiB BARs need 42
+	top=$((4 + GUEST_MIB / 1024 + 1 + hole))
+	bits=40
+	while [ $((1 << (bits - 30))) -lt "$top" ]; do bits=$((bits + 1)); done
+	[ "$bits" = 40 ] || GPU_ARGS+=(-cpu "qemu64,phys-bits=$bits")
 }
 
 # wait_pool FILE MIB: until the pool's FILE reads MIB or more (at most:
@@ -68,15 +75,24 @@ wait_pool() {
 
 # run_build on, the pool emptied and filled again to the guest's RAM, its
 # whole GiBs in runs (the blocks of the last start went back to the page
-# allocator and the refill after it took loose blocks).
+# allocator and the refill after it took loose blocks) as far as the
+# lab's ZONE_NORMAL has room for them: until every GiB is a run or a
+# build fails (loose blocks then fill the rest).
 pool_in_runs() {
-	local want=$((GUEST_MIB + 64))
+	local want=$((GUEST_MIB + 64)) failed i
 	echo "# echo 1 > $RUN_BUILD; echo 0, then $want > $POOL/target_mib"
 	echo 1 >"$RUN_BUILD"
 	echo 0 >"$POOL/target_mib"
 	wait_pool zero_mib 0 le
+	failed=$(counter pool_counters runs_build_failed)
 	echo "$want" >"$POOL/target_mib"
-	wait_pool runs_1g $((GUEST_MIB >> 10)) && wait_pool zero_mib "$GUEST_MIB"
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(cat "$POOL/runs_1g")" -ge $((GUEST_MIB >> 10)) ] && break
+		[ "$(counter pool_counters runs_build_failed)" = "$failed" ] || break
+		sleep 0.1
+	done
+	wait_pool zero_mib "$GUEST_MIB"
+	echo "# runs ready: $(cat "$POOL/runs_1g") of $((GUEST_MIB >> 10))"
 }
 
 # One start; prints its JSON line.
@@ -114,11 +130,14 @@ parse_args() {
 		case "$1" in
 		--reps) REPS="$2"; shift 2 ;;
 		--gpus) GPU_COUNTS="$2"; shift 2 ;;
-		*) die "unknown option $1 (USAGE: gpu_start [--reps N] [--gpus N,N...])" ;;
+		--drivers) DRIVERS="$2"; shift 2 ;;
+		*) die "unknown option $1 (USAGE: gpu_start [--reps N] [--gpus N,N...] [--drivers D,D...])" ;;
 		esac
 	done
 	[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps $REPS: want a number"
 	[[ "$GPU_COUNTS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--gpus $GPU_COUNTS: want counts"
+	[[ ",$DRIVERS," =~ ^(,(type1|zeropin|zeropin-runs))+,$ ]] ||
+		die "--drivers $DRIVERS: want type1, zeropin or zeropin-runs, comma-separated"
 }
 
 main() {
@@ -142,7 +161,7 @@ main() {
 		l2_setup >/dev/null
 		start_once none 0 "$rep"
 		for n in ${GPU_COUNTS//,/ }; do
-			for d in type1 zeropin zeropin-runs; do
+			for d in ${DRIVERS//,/ }; do
 				l2_setup >/dev/null	# the pool idle before every start
 				start_once "$d" "$n" "$rep"
 			done
