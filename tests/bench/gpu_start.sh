@@ -18,10 +18,11 @@
 #   {"bench":"gpu_start","kernel","qemu":"stock",
 #    "driver":"none|type1|zeropin|zeropin-runs","gpus","bar_gib","rep",
 #    "guest_mib","map_ioctls","unmap_ioctls","mib_mapped","vfio_ms",
-#    "entries_1g","init_ms","firmware_ms"}
+#    "ram_entries_1g","init_ms","firmware_ms"}
 # map/unmap ioctls, MiB mapped and vfio_ms (time inside MAP_DMA and
-# UNMAP_DMA): kprobes on VFIO's container ioctl; entries_1g: zeropin's
-# 1 GiB IOMMU entries made during the start (0 on type1); init_ms: QEMU start until
+# UNMAP_DMA): kprobes on VFIO's container ioctl; ram_entries_1g: zeropin's
+# 1 GiB IOMMU entries for guest RAM made during the start (its 1 GiB
+# entries less the BARs', bar_gib per GPU; 0 on type1); init_ms: QEMU start until
 # its monitor answers (a->b: realize, guest RAM mapped); firmware_ms:
 # resume to the kernel's first line (b->c: SeaBIOS sizes and places the
 # BARs, QEMU maps each one as the guest turns its decode on). Timings are
@@ -55,7 +56,9 @@ gpu_args() {
 	hole=$((n * bar_gib * 2 + 64))
 	GPU_ARGS+=(-global "q35-pcihost.pci-hole64-size=${hole}G")
 	# TCG's 40 physical address bits hold 1 TiB; eight 128 GiB BARs need 42
+	# (past 1012 GiB QEMU moves the RAM above 4 GiB to 1 TiB: qemu64 is AMD)
 	top=$((4 + GUEST_MIB / 1024 + 1 + hole))
+	[ "$top" -lt 1012 ] || top=$((1024 + GUEST_MIB / 1024 + 1 + hole))
 	bits=40
 	while [ $((1 << (bits - 30))) -lt "$top" ]; do bits=$((bits + 1)); done
 	[ "$bits" = 40 ] || GPU_ARGS+=(-cpu "qemu64,phys-bits=$bits")
@@ -95,10 +98,22 @@ pool_in_runs() {
 	echo "# runs ready: $(cat "$POOL/runs_1g") of $((GUEST_MIB >> 10))"
 }
 
+# The pool without runs (a zeropin-runs start before may have left some):
+# emptied and refilled with run_build off.
+pool_in_blocks() {
+	[ "$(cat "$POOL/runs_1g")" = 0 ] && return 0
+	echo "# echo 0, then $((GUEST_MIB + 64)) > $POOL/target_mib (no runs)"
+	echo 0 >"$POOL/target_mib"
+	wait_pool zero_mib 0 le
+	echo $((GUEST_MIB + 64)) >"$POOL/target_mib"
+	wait_pool zero_mib "$GUEST_MIB"
+}
+
 # One start; prints its JSON line.
 start_once() {
 	local driver="$1" n="$2" rep="$3" ram="" claim=1 e1g
 	[ "$driver" = type1 ] && { ram=anonymous; claim=0; }
+	[ "$driver" = zeropin ] && pool_in_blocks
 	[ "$driver" = zeropin-runs ] && pool_in_runs
 	echo "# echo $claim > $CLAIM"
 	echo "$claim" >"$CLAIM"
@@ -111,7 +126,9 @@ start_once() {
 	[ -n "$RESUME_S" ] || die "$driver with $n GPUs: no kernel line in $FIRST_LINE_S s: $ERR"
 	vfio_count_read
 	vfio_time_read
-	e1g=$(($(counter iommu_counters entries_1g) - e1g))
+	# the guest RAM's: each GPU's BAR maps as bar_gib entries of 1 GiB
+	e1g=$(($(counter iommu_counters entries_1g) - e1g - n * (GPU_BAR_BYTES >> 30)))
+	[ "$driver" != type1 ] || e1g=0
 	if [ "$driver" = zeropin-runs ]; then
 		echo "# echo 0 > $RUN_BUILD"
 		echo 0 >"$RUN_BUILD"
@@ -120,7 +137,7 @@ start_once() {
 		"$(uname -r | cut -d. -f1,2)" "$driver" "$n" "$((GPU_BAR_BYTES >> 30))"
 	printf '"rep":%d,"guest_mib":%d,"map_ioctls":%d,"unmap_ioctls":%d,"mib_mapped":%d,"vfio_ms":%d,' \
 		"$rep" "$GUEST_MIB" "$VFIO_MAPS" "$VFIO_UNMAPS" "$VFIO_MAP_MIB" "$VFIO_MS"
-	printf '"entries_1g":%d,' "$e1g"
+	printf '"ram_entries_1g":%d,' "$e1g"
 	printf '"init_ms":%.0f,"firmware_ms":%.0f}\n' \
 		"$(echo "$READY_S * 1000" | bc)" "$(echo "$RESUME_S * 1000" | bc)"
 }

@@ -24,10 +24,12 @@
  * page size. For type1 the IOMMU map calls are about phys_runs (it maps
  * each physically contiguous chunk with one call).
  *
- * With zeropin's run_build on (pool_runs 1 in the rows), every cold
- * zeropinfs row of a GiB or more starts from a pool emptied and filled
- * again in whole 1 GiB runs, and prints a run_build row beside it: the
- * runs built and the time taking them cost.
+ * With zeropin's run_build on (pool_runs 1 in the rows), every zeropinfs
+ * row of a GiB or more, cold or warm, starts from a pool emptied and
+ * filled again in whole 1 GiB runs, and prints a run_build row beside it:
+ * the runs built, tries failed and the time taking them cost; the map
+ * row says how many runs the pool had ready (runs_ready: a failed try
+ * leaves loose blocks for the rest).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,6 +75,7 @@ struct counters {
 	long minflt;			/* this task's minor faults */
 	long pool_zeroed_sync;		/* zeropin blocks zeroed on a fault's path */
 	long pool_handed_zero;		/* zeropin blocks handed out already zero */
+	long runs_ready;		/* whole 1 GiB runs in the pool */
 	long zp[ZP_COUNTERS];		/* zeropin iommu counters, see zp_names */
 };
 
@@ -111,6 +114,7 @@ static void read_counters(struct counters *c)
 	c->minflt = ru.ru_minflt;
 	c->pool_zeroed_sync = pool_counter("zeroed_sync");	/* <0: no zeropin */
 	c->pool_handed_zero = pool_counter("handed_zero");
+	c->runs_ready = pool_read("runs_1g") < 0 ? 0 : pool_read("runs_1g");
 	for (int i = 0; i < ZP_COUNTERS; i++)
 		c->zp[i] = iommu_counter(zp_names[i]);
 }
@@ -160,11 +164,12 @@ static void emit(enum vfio_driver d, enum backing b, bool warm,
 	       "\"faults_in_map\":%ld,\"thp_faults_in_map\":%ld,"
 	       "\"hugetlb_faults_in_map\":%ld,\"zeroed_in_map_mib\":%.1f,"
 	       "\"pool_blocks_zero_in_map\":%ld,\"pool_blocks_zeroed_sync_in_map\":%ld,"
-	       "\"phys_runs\":%ld,\"pool_runs\":%d",
+	       "\"phys_runs\":%ld,\"pool_runs\":%d,\"runs_ready\":%ld",
 	       init_on_alloc(), kernel ? kernel : "?", u.release, vfio_driver_name(d), backing_name(b),
 	       warm ? "warm" : "cold", mib, rep, map_ms, unmap_ms,
 	       verify ? "fail" : "ok", (unsigned long long)mib << 20,
-	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync, runs, pool_runs());
+	       faults, thp, huge, zeroed_mib, pool_zero, pool_sync, runs, pool_runs(),
+	       before->runs_ready);
 	emit_zeropin(d, before, after);
 	printf("}\n");
 	fflush(stdout);

@@ -134,6 +134,22 @@ static int pfn_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+long pool_blocks_in(uint64_t first, uint64_t pages)
+{
+	unsigned long pfn;
+	char kind[16];
+	long n = 0;
+	int nid;
+	FILE *f = fopen(ZEROPIN_POOL_BLOCKS, "r");
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%d %lx %15s", &nid, &pfn, kind) == 3)
+		n += pfn >= first && pfn < first + pages;
+	fclose(f);
+	return n;
+}
+
 long pool_blocks_runs(void)
 {
 	const unsigned long block = 512, run = 512 * block;	/* pages */

@@ -48,6 +48,9 @@ long iommu_counter_raw(const char *name);
  * of one node at consecutive pfns from a 1 GiB-aligned one. Negative errno
  * when the list cannot be read. */
 long pool_blocks_runs(void);
+/* Blocks the pool holds (zero or dirty, any node) whose first pfn lies in
+ * [first, first + pages); negative errno when the list cannot be read. */
+long pool_blocks_in(uint64_t first, uint64_t pages);
 /* /sys/module/zeropin/parameters/NAME as a number, or a negative errno. */
 long zeropin_param_read(const char *name);
 /* A bool module parameter: 1 (Y), 0 (N), or -errno (no zeropin). */

@@ -307,13 +307,16 @@ TEST_F_TIMEOUT(runs_dma, truncated_run_is_not_reused_while_pinned, 600)
 	touch_range(self->ram, 4096, false);
 	base = pfn_of(self->ram);
 	ASSERT_NE(0, base);
+	ASSERT_EQ(0, base % PAGES_1G);
 	munmap(self->ram, VM_SIZE);
 	self->ram = NULL;
 
-	/* the file lets go of the run's 512 blocks; the IOMMU still holds them */
+	/* the file lets go of the run's 512 blocks; the IOMMU still holds
+	 * them, and the pool has none of them */
 	ASSERT_EQ(0, ftruncate(self->fd, 0));
 	EXPECT_EQ(returned + (long)(SZ_1G / SZ_2M), pool_counter("returned"));
 	EXPECT_EQ(pinned + (long)PAGES_1G, iommu_counter("pages_pinned"));
+	EXPECT_EQ(0, pool_blocks_in(base, PAGES_1G));
 
 	fd = zfs_create(ZFS_MNT "/after", AFTER_SIZE);
 	q = map_file(fd, AFTER_SIZE, MAP_SHARED);
@@ -324,6 +327,12 @@ TEST_F_TIMEOUT(runs_dma, truncated_run_is_not_reused_while_pinned, 600)
 		ASSERT_FALSE(pfn >= base && pfn < base + PAGES_1G)
 			TH_LOG("block at %zu MiB is the pinned run's", off >> 20);
 	}
+
+	/* the pool refilled meanwhile (a run taken is a GiB short): still
+	 * none of the pinned GiB */
+	EXPECT_EQ(0, pool_wait("zero_mib", VM_SIZE >> 20, RUNS_SETTLE_MS))
+		TH_LOG("pool %ld MiB of %lu", pool_read("zero_mib"), VM_SIZE >> 20);
+	EXPECT_EQ(0, pool_blocks_in(base, PAGES_1G));
 
 	/* the device still reaches the orphaned GiB: q -> device -> orphan,
 	 * q cleared, orphan -> device -> q */
