@@ -76,6 +76,12 @@ wait_pool() {
 	return 1
 }
 
+# The pool emptied (target 0) before a refill of another kind.
+pool_empty() {
+	echo 0 >"$POOL/target_mib"
+	wait_pool zero_mib 0 le
+}
+
 # run_build on, the pool emptied and filled again to the guest's RAM, its
 # whole GiBs in runs (the blocks of the last start went back to the page
 # allocator and the refill after it took loose blocks) as far as the
@@ -85,8 +91,7 @@ pool_in_runs() {
 	local want=$((GUEST_MIB + 64)) failed i
 	echo "# echo 1 > $RUN_BUILD; echo 0, then $want > $POOL/target_mib"
 	echo 1 >"$RUN_BUILD"
-	echo 0 >"$POOL/target_mib"
-	wait_pool zero_mib 0 le
+	pool_empty
 	failed=$(counter pool_counters runs_build_failed)
 	echo "$want" >"$POOL/target_mib"
 	for ((i = 0; i < 1200; i++)); do
@@ -103,8 +108,7 @@ pool_in_runs() {
 pool_in_blocks() {
 	[ "$(cat "$POOL/runs_1g")" = 0 ] && return 0
 	echo "# echo 0, then $((GUEST_MIB + 64)) > $POOL/target_mib (no runs)"
-	echo 0 >"$POOL/target_mib"
-	wait_pool zero_mib 0 le
+	pool_empty
 	echo $((GUEST_MIB + 64)) >"$POOL/target_mib"
 	wait_pool zero_mib "$GUEST_MIB"
 }

@@ -212,19 +212,12 @@ static long phys_runs(void *addr, size_t size)
 	return runs;
 }
 
-/* Poll until read(name) is at least want (at_most: at most); 0 or
- * -ETIMEDOUT at deadline. */
-static int wait_value(long (*read)(const char *), const char *name, long want, bool at_most,
-		      double deadline)
+/* ms left until deadline, for the lib's waits (at least 0). */
+static int ms_left(double deadline)
 {
-	long v;
+	double left = deadline - now_ms();
 
-	while ((v = read(name)), at_most ? v > want : v < want) {
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		usleep(20 * 1000);
-	}
-	return 0;
+	return left > 0 ? (int)left : 0;
 }
 
 /*
@@ -244,7 +237,7 @@ static int pool_fill_runs(unsigned long mib, double deadline)
 	double t0;
 
 	pool_write("target_mib", 0);
-	if (wait_value(pool_read, "zero_mib", 0, true, deadline))
+	if (pool_wait_at_most("zero_mib", 0, ms_left(deadline)))
 		return -ETIMEDOUT;
 	t0 = now_ms();
 	pool_write("target_mib", mib);
@@ -256,7 +249,7 @@ static int pool_fill_runs(unsigned long mib, double deadline)
 			return -ETIMEDOUT;
 		usleep(20 * 1000);
 	}
-	if (wait_value(pool_read, "zero_mib", mib, false, deadline))
+	if (pool_wait_at_least("zero_mib", mib, ms_left(deadline)))
 		return -ETIMEDOUT;
 	built = pool_counter("runs_built") - built;
 	printf("{\"bench\":\"run_build\",\"init_on_alloc\":%d,\"kernel\":\"%s\",\"size_mib\":%lu,"
@@ -278,7 +271,7 @@ static int pool_fill(unsigned long mib)
 		return pool_fill_runs(mib, deadline);
 	if (pool_read("target_mib") < (long)mib)
 		pool_write("target_mib", mib);
-	return wait_value(pool_read, "zero_mib", mib, false, deadline);
+	return pool_wait_at_least("zero_mib", mib, ms_left(deadline));
 }
 
 /* One measurement: fresh buffer, (touch), map, verify, unmap, free. */

@@ -189,6 +189,18 @@ int __fragment_pin(struct fragmented *f)
 	return 0;
 }
 
+int __fragment_pinned(struct fragmented *f, long leave_mib)
+{
+	int ret = __fragment_memory(f, leave_mib);
+
+	if (ret)
+		return ret;
+	ret = __fragment_pin(f);
+	if (ret)
+		fragment_release(f);
+	return ret;
+}
+
 void fragment_release(struct fragmented *f)
 {
 	bool held = f->addr && f->addr != MAP_FAILED;

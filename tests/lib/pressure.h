@@ -37,6 +37,10 @@ int __fragment_memory(struct fragmented *f, long leave_mib);
  * long-running host whose unmovable allocations are scattered. 0, or
  * -errno (-ENOSYS: no io_uring; nothing pinned then). */
 int __fragment_pin(struct fragmented *f);
+/* __fragment_memory() then __fragment_pin(): a long-running host's
+ * scattered unmovable memory. 0, or -errno (-ENOSYS: no io_uring); on an
+ * error nothing is held. */
+int __fragment_pinned(struct fragmented *f, long leave_mib);
 /* Unpin (if pinned), give the pages back and compact memory, so that the
  * tests after find whole blocks again. */
 void fragment_release(struct fragmented *f);

@@ -88,17 +88,20 @@ void pool_write(const char *name, long value)
 		test_fail(name, ret);
 }
 
-/* Poll read(name) until it equals want (at_least: is want or more); 0,
- * or -ETIMEDOUT. */
+/* How poll_until() compares the value read with the one wanted. */
+enum poll_cmp { POLL_EQ, POLL_AT_LEAST, POLL_AT_MOST };
+
+/* Poll read(name) until it compares to want as cmp says; 0, or
+ * -ETIMEDOUT. */
 static int poll_until(long (*read)(const char *), const char *name, long want,
-		      bool at_least, int timeout_ms)
+		      enum poll_cmp cmp, int timeout_ms)
 {
 	double deadline = now_ms() + timeout_ms;
 	long v;
 
 	for (;;) {
 		v = read(name);
-		if (at_least ? v >= want : v == want)
+		if (cmp == POLL_AT_LEAST ? v >= want : cmp == POLL_AT_MOST ? v <= want : v == want)
 			return 0;
 		if (now_ms() > deadline)
 			return -ETIMEDOUT;
@@ -108,7 +111,17 @@ static int poll_until(long (*read)(const char *), const char *name, long want,
 
 int pool_wait(const char *name, long want, int timeout_ms)
 {
-	return poll_until(pool_read, name, want, false, timeout_ms);
+	return poll_until(pool_read, name, want, POLL_EQ, timeout_ms);
+}
+
+int pool_wait_at_least(const char *name, long want, int timeout_ms)
+{
+	return poll_until(pool_read, name, want, POLL_AT_LEAST, timeout_ms);
+}
+
+int pool_wait_at_most(const char *name, long want, int timeout_ms)
+{
+	return poll_until(pool_read, name, want, POLL_AT_MOST, timeout_ms);
 }
 
 /* A "name value" line of a debugfs counters file. */
@@ -200,7 +213,7 @@ long pool_counter(const char *name)
 
 int pool_counter_wait(const char *name, long want, int timeout_ms)
 {
-	return poll_until(pool_counter, name, want, true, timeout_ms);
+	return poll_until(pool_counter, name, want, POLL_AT_LEAST, timeout_ms);
 }
 
 long iommu_counter(const char *name)

@@ -36,6 +36,9 @@ int __pool_write(const char *name, long value);
 void pool_write(const char *name, long value);
 /* Poll pool/NAME until it equals want; 0, or -ETIMEDOUT. */
 int pool_wait(const char *name, long want, int timeout_ms);
+/* ... until it is want or more; want or less. */
+int pool_wait_at_least(const char *name, long want, int timeout_ms);
+int pool_wait_at_most(const char *name, long want, int timeout_ms);
 /* A counter from debugfs zeropin/pool_counters, or a negative errno. */
 long pool_counter(const char *name);
 /* Poll that counter until it reaches at least want; 0, or -ETIMEDOUT. */

@@ -247,12 +247,10 @@ FIXTURE_SETUP(fragmented_host)
 		SKIP(return, "runs in a lab boot of its own (ZP_FRAGMENTED_BOOT=1, tests/run-selftests): it leaves unmovable pages in most 2 MiB blocks, and the pool tests after it could not refill");
 	zfs_mount(ZFS_MNT, "size=4G");
 	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
-	ret = __fragment_memory(&self->frag, FRAG_LEAVE_MIB);
-	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory: %s", strerror(-ret));
-	ret = __fragment_pin(&self->frag);
+	ret = __fragment_pinned(&self->frag, FRAG_LEAVE_MIB);
 	if (ret == -ENOSYS)
 		SKIP(return, "no io_uring in this kernel to pin the fragmenter's pages");
-	ASSERT_EQ(0, ret) TH_LOG("pinning the fragmenter's pages: %s", strerror(-ret));
+	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory and pinning it: %s", strerror(-ret));
 	/* a file takes block after block until the first one cannot be had */
 	self->filler_fd = zfs_create(ZFS_MNT "/filler", FRAG_FILLER_MAX);
 	self->filler = map_file(self->filler_fd, FRAG_FILLER_MAX, MAP_SHARED);

@@ -381,12 +381,10 @@ FIXTURE_SETUP(runs_fragmented)
 	zeropin_load("run_build=0 pool_mib=0");
 	vfio_driver_use(DRIVER_ZEROPIN);
 	self->container = edu_setup(&self->edu, 0, VFIO_TYPE1v2_IOMMU);
-	ret = __fragment_memory(&self->frag, FRAG_LEAVE_MIB);
-	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory: %s", strerror(-ret));
-	ret = __fragment_pin(&self->frag);
+	ret = __fragment_pinned(&self->frag, FRAG_LEAVE_MIB);
 	if (ret == -ENOSYS)
 		SKIP(return, "no io_uring in this kernel to pin the fragmenter's pages");
-	ASSERT_EQ(0, ret) TH_LOG("pinning the fragmenter's pages: %s", strerror(-ret));
+	ASSERT_EQ(0, ret) TH_LOG("fragmenting memory and pinning it: %s", strerror(-ret));
 	TH_LOG("fragmented: %ld pages pinned, one per 2 MiB of %zu MiB", self->frag.nkept,
 	       self->frag.size >> 20);
 }
