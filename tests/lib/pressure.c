@@ -274,7 +274,11 @@ int __trace_start(const char *const events[], int n)
 	if (stat(TRACEFS "/trace", &st) &&
 	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
 		return errno == ENODEV ? -ENOENT : -errno;	/* no tracefs at all */
-	ret = trace_write("tracing_on", "0") ?: trace_clear() ?: trace_events(events, n, "1");
+	/* no comm recording: it would hook sched_switch, a static key in
+	 * __schedule, and multi-threaded TCG now and then tears a text patch
+	 * another vCPU runs through; trace_count() finds tasks by pid too */
+	ret = trace_write("tracing_on", "0") ?: trace_write("options/record-cmd", "0") ?:
+	      trace_clear() ?: trace_events(events, n, "1");
 	return ret ?: trace_write("tracing_on", "1");
 }
 
