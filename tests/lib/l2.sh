@@ -199,33 +199,26 @@ l2_flavour() { basename "$(dirname "$(dirname "$1")")"; }
 
 # --- VFIO ioctls, counted in the kernel ---
 # Multi-threaded TCG now and then tears a text patch another vCPU is
-# running through (an int3 oops in the lab kernel). So the counting patches
-# only its kprobes' own sites, once, before QEMU starts: no comm recording
-# (with record-cmd, enabling any event hooks sched_switch, a static key in
-# __schedule, which every CPU runs all the time; a trace line then names
-# its task "<...>-PID") and no kprobe optimizer (it would patch each probe
-# site again later, into a jump, while QEMU may be inside it).
+# running through (an int3 oops in the lab kernel). So the counting turns
+# comm recording off (lab only, left off for the boot): with record-cmd,
+# enabling any event hooks sched_switch, a static key in __schedule, which
+# every CPU runs all the time; a trace line then names its task
+# "<...>-PID". record-cmd is a top-level option that a tracefs instance
+# copies when it is made: before the instance's mkdir.
 tracing_quiet_text() {
-	local t=/sys/kernel/tracing opt=/proc/sys/debug/kprobes-optimization
-	echo 0 >"$t/options/record-cmd" || return 1
-	[ ! -e "$opt" ] || echo 0 >"$opt"
+	echo 0 >/sys/kernel/tracing/options/record-cmd
 }
-
-VFIO_COUNT=/sys/kernel/tracing/instances/zeropin-l2
-MAP_DMA=0x3b71		# VFIO_IOMMU_MAP_DMA
-UNMAP_DMA=0x3b72	# VFIO_IOMMU_UNMAP_DMA
-DEVICE_RESET=0x3b6f	# VFIO_DEVICE_RESET
 
 # Record every MAP_DMA and UNMAP_DMA from now on, whichever driver serves
 # the container (stock type1 or zeropin): a kprobe on VFIO's container
 # ioctl (size read from the user's struct vfio_iommu_type1_dma_map), in a
 # tracefs instance of its own; and every VFIO_DEVICE_RESET of a vfio-pci
 # device (a kprobe on vfio_pci_core_ioctl). Needs CONFIG_KPROBE_EVENTS.
-# Patches as little kernel text as it can (tracing_quiet_text).
+# Turns comm recording off first (tracing_quiet_text).
 vfio_count_arm() {
 	local t=/sys/kernel/tracing
 	[ -e "$t/kprobe_events" ] || mount -t tracefs tracefs "$t" || return 1
-	tracing_quiet_text
+	tracing_quiet_text || return 1
 	grep -q zp_l2_ioctl "$t/kprobe_events" ||
 		echo 'p:zp_l2_ioctl vfio_fops_unl_ioctl cmd=%si:x32 size=+u24(%dx):u64' >>"$t/kprobe_events" || return 1
 	grep -q zp_l2_dev_ioctl "$t/kprobe_events" ||
