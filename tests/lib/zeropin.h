@@ -21,6 +21,7 @@
 #define ZEROPIN_IOMMU_COUNTERS "/sys/kernel/debug/zeropin/iommu_counters"
 #define ZEROPIN_POOL_BLOCKS "/sys/kernel/debug/zeropin/pool_blocks"
 #define ZFS_MNT		"/mnt/zeropinfs"
+#define SZ_1M		(1ul << 20)
 #define SZ_2M		(2ul << 20)
 
 /* finit_module with a parameter string ("" for defaults). */

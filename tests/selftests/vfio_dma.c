@@ -113,6 +113,29 @@ TEST_F(vfio, pins_whole_folios_into_large_iommu_pages)
 	vfio_unmap(self->container, IOVA_BASE, self->buf.size);
 }
 
+/*
+ * A mapping that starts 1 MiB into a large folio: the IOMMU takes 4 KiB
+ * entries up to the first 2 MiB boundary and large ones after it, and
+ * the counters say so (the unaligned head is 256 entries of 4 KiB, not
+ * one entry of a size the domain does not have).
+ */
+TEST_F(vfio, unaligned_head_counts_as_small_entries)
+{
+	size_t folio = backing_pagesize(variant->backing), len = folio - SZ_1M;
+	long e4k = iommu_counter("entries_4k"), e2m = iommu_counter("entries_2m");
+
+	if (variant->driver != DRIVER_ZEROPIN)
+		SKIP(return, "type1's IOMMU entries are not counted");
+	if (folio < SZ_2M)
+		SKIP(return, "4 KiB memory has no unaligned head");
+	buffer_touch(&self->buf);
+	vfio_map(self->container, (char *)self->buf.addr + SZ_1M, IOVA_BASE + SZ_1M, len);
+	EXPECT_EQ(SZ_1M / 4096, iommu_counter("entries_4k") - e4k);
+	EXPECT_EQ((folio - SZ_2M) / SZ_2M, iommu_counter("entries_2m") - e2m);
+	edu_verify(&self->edu, (char *)self->buf.addr + SZ_1M, IOVA_BASE + SZ_1M, len);
+	vfio_unmap(self->container, IOVA_BASE + SZ_1M, len);
+}
+
 TEST_F(vfio, untouched_memory_reads_zero_through_dma)
 {
 	uint8_t *p = self->buf.addr;

@@ -46,7 +46,6 @@
 #include "tagged.h"
 #include "zeropin.h"
 
-#define SZ_1M		(1ul << 20)
 /* The window the vmas are laid out in: 2 MiB-aligned, two PMDs. */
 #define WINDOW_HINT	((void *)0x200000000000ul)
 #define WINDOW_SIZE	(4 * SZ_1M)
