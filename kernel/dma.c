@@ -7,7 +7,10 @@
  * A mapping is pinned once (pin.c) and then written into every domain of
  * the container. Its runs go to the IOMMU a chunk at a time through
  * iommu_map_sg(), which picks the largest page size each run allows and
- * syncs the IOTLB once per chunk rather than once per run. Unmapping is
+ * syncs the IOTLB once per chunk rather than once per run; a chunk that
+ * would write more than ZP_MAP_SG_MAX_PTES page-table entries in that one
+ * call (large folios at an IOVA only 4 KiB-congruent to them) goes run by
+ * run, in pieces, and the writer reschedules between chunks. Unmapping is
  * one iommu_unmap() of the whole range per domain (one IOTLB sync), then
  * the runs are unpinned.
  *
@@ -146,8 +149,19 @@ bool zp_dma_fit(struct zp_container *c, const struct zp_iova_range *r,
  * shared counters once: an atomic per run was ~8 % of the samples in a
  * warm THP map's kernel profile (bpftrace, lab). */
 struct zp_entry_count {
-	u64 e4k, e2m, e1g;
+	u64 e4k, e2m, e1g;	/* entries by size (other sizes: e4k) */
+	u64 ptes;		/* page-table entries written for them: an
+				 * entry between two levels' sizes (AMD's
+				 * 8 KiB..1 MiB, say) is replicated PTEs */
 };
+
+/* Page-table entries one IOMMU entry of 2^bit bytes writes: one where
+ * bit is a level's size (4 KiB, 2 MiB, 1 GiB with 512-entry tables),
+ * else the copies of the level below it. */
+static u64 zp_entry_ptes(int bit)
+{
+	return 1ULL << ((bit - PAGE_SHIFT) % 9);
+}
 
 /*
  * Count the IOMMU entries a contiguous piece takes: the largest page size
@@ -175,6 +189,7 @@ static void zp_count_entries(struct zp_entry_count *n, u64 iova, phys_addr_t phy
 			n->e2m += (tail - head) / sz;
 		else
 			n->e4k += (tail - head) / sz;
+		n->ptes += (tail - head) / sz * zp_entry_ptes(bit);
 		/* the ends in the domain's smaller sizes only */
 		zp_count_entries(n, iova, phys, head - iova, pgsizes & (sz - 1));
 		zp_count_entries(n, tail, phys + (tail - iova), iova + len - tail,
@@ -183,22 +198,27 @@ static void zp_count_entries(struct zp_entry_count *n, u64 iova, phys_addr_t phy
 	}
 }
 
-static void zp_count_chunk_entries(struct zp_domain *d, dma_addr_t iova,
-				   struct zp_run_chunk *chunk)
+/* The IOMMU entries a chunk's runs take at iova in d, into *n. */
+static void zp_chunk_entries(struct zp_domain *d, dma_addr_t iova,
+			     struct zp_run_chunk *chunk, struct zp_entry_count *n)
 {
-	struct zp_entry_count n = {};
 	unsigned int i;
 
+	*n = (struct zp_entry_count){};
 	for (i = 0; i < chunk->nr; i++) {
 		size_t len = zp_run_bytes(&chunk->run[i]);
 
-		zp_count_entries(&n, iova, PFN_PHYS(chunk->run[i].pfn), len,
+		zp_count_entries(n, iova, PFN_PHYS(chunk->run[i].pfn), len,
 				 d->domain->pgsize_bitmap);
 		iova += len;
 	}
-	zp_stat_add(entries_4k, n.e4k);
-	zp_stat_add(entries_2m, n.e2m);
-	zp_stat_add(entries_1g, n.e1g);
+}
+
+static void zp_publish_entries(const struct zp_entry_count *n)
+{
+	zp_stat_add(entries_4k, n->e4k);
+	zp_stat_add(entries_2m, n->e2m);
+	zp_stat_add(entries_1g, n->e1g);
 }
 
 /* Scatterlist entries a chunk's runs need (runs split at ZP_SG_MAX_BYTES). */
@@ -320,10 +340,10 @@ static int zp_map_run(struct zp_domain *d, dma_addr_t iova, const struct zp_run 
 	return ret;
 }
 
-/* A chunk with MMIO runs (no struct page for a scatterlist), or one
- * written under revoke_lock (atomic allocations: no scatterlist table):
- * one zp_map_run() per run. Few mappings hold BARs, so this path stays
- * rare. */
+/* A chunk with MMIO runs (no struct page for a scatterlist), one
+ * written under revoke_lock (atomic allocations: no scatterlist table), or
+ * one past ZP_MAP_SG_MAX_PTES: one zp_map_run() per run, in pieces. Few
+ * mappings hold BARs or sit misaligned, so this path stays rare. */
 static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 			     struct zp_run_chunk *chunk, int prot,
 			     struct zp_writer *w, size_t *mapped)
@@ -345,7 +365,6 @@ static int zp_map_chunk_runs(struct zp_domain *d, dma_addr_t iova,
 			return ret;
 		}
 	}
-	zp_count_chunk_entries(d, iova, chunk);
 	return 0;
 }
 
@@ -381,19 +400,26 @@ static struct scatterlist *zp_sg_buf_table(struct zp_sg_buf *buf, unsigned int n
 	return buf->sgl;
 }
 
-/* Map one chunk of runs at iova into d with one iommu_map_sg() through
- * buf; runs one by one under revoke_lock (no sleeping allocation) or with
- * MMIO. */
-static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
-			struct zp_run_chunk *chunk, int prot,
-			struct zp_writer *w, struct zp_sg_buf *buf, size_t *mapped)
+/*
+ * Page-table entries one iommu_map_sg() may write: a GiB of 4 KiB ones,
+ * what ZP_MAP_STEP allows one piece of a run. iommu_map_sg() neither
+ * reschedules nor looks at signals, and a chunk of large folios at an IOVA
+ * only 4 KiB-congruent to them takes 4 KiB entries all through (1022 runs
+ * of 1 GiB hugetlb pages: 268 M of them); such a chunk goes run by run, in
+ * pieces.
+ */
+#define ZP_MAP_SG_MAX_PTES	(ZP_MAP_STEP >> PAGE_SHIFT)
+
+/* One chunk of runs at iova into d with one iommu_map_sg() through buf.
+ * Nothing of it stays mapped on error. */
+static int zp_map_chunk_sg(struct zp_domain *d, dma_addr_t iova,
+			   struct zp_run_chunk *chunk, int prot,
+			   struct zp_sg_buf *buf, size_t *mapped)
 {
 	struct scatterlist *sgl, *sg;
 	unsigned int i, nents;
 	ssize_t ret;
 
-	if (w->c || zp_chunk_has_mmio(chunk))
-		return zp_map_chunk_runs(d, iova, chunk, prot, w, mapped);
 	nents = zp_chunk_nents(chunk, mapped);
 	sgl = zp_sg_buf_table(buf, nents);
 	if (!sgl)
@@ -414,17 +440,38 @@ static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 	}
 	ret = zp_iommu_map_sg(d->domain, iova, sgl, nents, prot | IOMMU_CACHE);
 	zp_stat_inc(iommu_map_calls);
-	if (ret == *mapped) {
-		zp_count_chunk_entries(d, iova, chunk);
+	if (ret == *mapped)
 		return 0;
-	}
 	if (ret > 0)	/* short: iommu_map_sg() unmaps nothing on its own then */
 		iommu_unmap(d->domain, iova, ret);
 	return ret < 0 ? ret : -EFAULT;
 }
 
+/* One chunk of runs at iova into d, counted in the IOMMU counters once
+ * it is all there: zp_map_chunk_sg(), or run by run under revoke_lock (no
+ * sleeping allocation), with MMIO, or past ZP_MAP_SG_MAX_PTES. */
+static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
+			struct zp_run_chunk *chunk, int prot,
+			struct zp_writer *w, struct zp_sg_buf *buf, size_t *mapped)
+{
+	struct zp_entry_count n;
+	int ret;
+
+	zp_chunk_entries(d, iova, chunk, &n);
+	if (w->c || zp_chunk_has_mmio(chunk) || n.ptes > ZP_MAP_SG_MAX_PTES)
+		ret = zp_map_chunk_runs(d, iova, chunk, prot, w, mapped);
+	else
+		ret = zp_map_chunk_sg(d, iova, chunk, prot, buf, mapped);
+	if (!ret)
+		zp_publish_entries(&n);
+	return ret;
+}
+
 /* Write every run of dma into d. On failure nothing of dma stays in d.
- * w: whether under revoke_lock (zp_writer). */
+ * w: whether under revoke_lock (zp_writer). Outside it the writer pauses
+ * between chunks as between a run's pieces (a chunk of 4 KiB runs holds
+ * ~4 MiB: a 64 GiB mapping is 16 K of them); under it the chunks go run
+ * by run and pause there. */
 static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d,
 			     struct zp_writer *w)
 {
@@ -434,7 +481,10 @@ static int zp_dma_map_domain(struct zp_dma *dma, struct zp_domain *d,
 	int ret = 0;
 
 	zp_for_each_chunk(&dma->pinned, chunk) {
-		ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, w, &buf, &len);
+		if (done && !w->c)
+			ret = zp_writer_pause(w, d, dma->iova + done);
+		if (!ret)
+			ret = zp_map_chunk(d, dma->iova + done, chunk, dma->prot, w, &buf, &len);
 		if (ret) {
 			if (done && ret != -ECANCELED)
 				iommu_unmap(d->domain, dma->iova, done);

@@ -136,6 +136,40 @@ TEST_F(vfio, unaligned_head_counts_as_small_entries)
 	vfio_unmap(self->container, IOVA_BASE + SZ_1M, len);
 }
 
+/*
+ * Large folios at an IOVA only 4 KiB-congruent to them take 4 KiB IOMMU
+ * entries all through. Past a GiB of them a chunk is written run by run,
+ * at most a GiB per iommu_map() with a reschedule and a signal check
+ * between, not in one iommu_map_sg() that would write them all at once.
+ */
+TEST_F_TIMEOUT(vfio, misaligned_iova_is_written_in_pieces, 180)
+{
+	size_t size = (1ul << 30) + 2 * SZ_2M;
+	long calls = iommu_counter("iommu_map_calls"), e4k = iommu_counter("entries_4k");
+	long gup = iommu_counter("gup_calls"), runs = iommu_counter("runs");
+	struct buffer big;
+
+	if (variant->driver != DRIVER_ZEROPIN || variant->backing != BACKING_THP)
+		SKIP(return, "one variant shows it: zeropin over THP");
+	buffer_alloc(&big, BACKING_THP, size);
+	buffer_touch(&big);
+	vfio_map(self->container, big.addr, IOVA_BASE + 4096, size);
+	/* whole THPs (one pin each), so a few hundred runs: one chunk */
+	if (iommu_counter("gup_calls") - gup != (long)(size / SZ_2M)) {
+		vfio_unmap(self->container, IOVA_BASE + 4096, size);
+		buffer_free(&big);
+		SKIP(return, "the buffer did not get THPs all through");
+	}
+	runs = iommu_counter("runs") - runs;
+	EXPECT_EQ(size / 4096, iommu_counter("entries_4k") - e4k);
+	/* a piece per run, two for the one across IOVA 5 GiB; one call
+	 * for the whole chunk before */
+	EXPECT_EQ(runs + 1, iommu_counter("iommu_map_calls") - calls);
+	edu_verify(&self->edu, big.addr, IOVA_BASE + 4096, size);
+	vfio_unmap(self->container, IOVA_BASE + 4096, size);
+	buffer_free(&big);
+}
+
 TEST_F(vfio, untouched_memory_reads_zero_through_dma)
 {
 	uint8_t *p = self->buf.addr;
