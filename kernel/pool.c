@@ -250,7 +250,12 @@ struct pool_counters {
 	atomic64_t zeroing_sync_ns;	/* ... and faults' paths spent zeroing */
 	atomic64_t throttled_ns;	/* time the kthreads slept for zero_rate_mib */
 	atomic_long_t runs_built;	/* 1 GiB runs built in idle time */
-	atomic_long_t runs_build_failed; /* ... tries that found or took none */
+	atomic_long_t runs_build_no_gib; /* ... tries that picked no GiB (none
+					  * looked at qualified, or no room);
+					  * runs_build_failed: the two summed */
+	atomic_long_t runs_build_not_taken; /* ... tries whose GiB could not be
+					     * taken (a page would not move) or
+					     * that ran out of memory */
 	atomic64_t runs_build_ns;	/* time spent taking them (migration included) */
 	atomic_long_t runs_handed_out;	/* whole runs given to files */
 	atomic_long_t runs_broken;	/* runs whose blocks went one by one */
@@ -746,7 +751,8 @@ static bool build_run(struct node_pool *np)
 	}
 	spin_unlock(&np->lock);
 	if (ret) {
-		atomic_long_inc(&counters.runs_build_failed);
+		atomic_long_inc(ret == -ENOSPC ? &counters.runs_build_no_gib :
+						 &counters.runs_build_not_taken);
 	} else {
 		file_run(np, blocks, seq);
 		atomic_long_inc(&counters.runs_built);
@@ -1466,7 +1472,11 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(fallback_pages);
 	SHOW(fallback_total);
 	SHOW(runs_built);
-	SHOW(runs_build_failed);
+	seq_printf(m, "runs_build_failed %ld\n",
+		   atomic_long_read(&counters.runs_build_no_gib) +
+		   atomic_long_read(&counters.runs_build_not_taken));
+	SHOW(runs_build_no_gib);
+	SHOW(runs_build_not_taken);
 	SHOW(runs_handed_out);
 	SHOW(runs_broken);
 #undef SHOW

@@ -171,8 +171,8 @@ int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLO
 	if (!start)
 		return -ENOSPC;
 	ret = zp_alloc_contig_range(start, start + ZP_RUN_PAGES, zp_run_gfp);
-	if (ret)
-		return ret;
+	if (ret)	/* -ENOSPC is ours alone: no GiB picked */
+		return ret == -ENOSPC ? -EBUSY : ret;
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
 		pfn = start + k * ZP_BLOCK_PAGES;
 		blocks[k] = NULL;

@@ -414,8 +414,13 @@ TEST_F_TIMEOUT(runs_fragmented, falls_back_to_blocks, 900)
 		TH_LOG("pool %ld MiB of 1024", pool_read("zero_mib"));
 	EXPECT_EQ(0, pool_counter("runs_built"));
 	EXPECT_EQ(0, pool_read("runs_1g"));
-	TH_LOG("no run: %ld tries failed in %ld ms; the pool filled with loose blocks",
-	       pool_counter("runs_build_failed"), pool_counter("runs_build_ms"));
+	/* every GiB holds a long-term pin: none is even picked */
+	EXPECT_LE(1, pool_counter("runs_build_no_gib"));
+	EXPECT_EQ(pool_counter("runs_build_failed"),
+		  pool_counter("runs_build_no_gib") + pool_counter("runs_build_not_taken"));
+	TH_LOG("no run: %ld tries failed in %ld ms (%ld found no GiB, %ld could not take one); the pool filled with loose blocks",
+	       pool_counter("runs_build_failed"), pool_counter("runs_build_ms"),
+	       pool_counter("runs_build_no_gib"), pool_counter("runs_build_not_taken"));
 
 	zfs_mount(ZFS_MNT, "size=1024M");
 	fd = zfs_create(ZFS_MNT "/ram", SZ_1G);
