@@ -28,8 +28,8 @@ void zp_run_init(void);
  * search goes on next time. Zeroed by the allocator as its refills are
  * (init_on_alloc), else not. Returns 0, -ENOSPC when no GiB qualifies
  * (only then: the pool counts the two apart), or alloc_contig_range()'s
- * error. Slow (a migration can take hundreds of
- * ms per GiB); sleeps; no lock held.
+ * error. Slow (a migration can take hundreds of ms per GiB); sleeps; no
+ * lock held.
  */
 int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLOCKS]);
 

@@ -209,6 +209,11 @@ tracing_quiet_text() {
 	echo 0 >/sys/kernel/tracing/options/record-cmd
 }
 
+VFIO_COUNT=/sys/kernel/tracing/instances/zeropin-l2
+MAP_DMA=0x3b71		# VFIO_IOMMU_MAP_DMA
+UNMAP_DMA=0x3b72	# VFIO_IOMMU_UNMAP_DMA
+DEVICE_RESET=0x3b6f	# VFIO_DEVICE_RESET
+
 # Record every MAP_DMA and UNMAP_DMA from now on, whichever driver serves
 # the container (stock type1 or zeropin): a kprobe on VFIO's container
 # ioctl (size read from the user's struct vfio_iommu_type1_dma_map), in a
