@@ -381,7 +381,8 @@ struct zp_sg_buf {
 };
 
 /* buf's array, grown to nents entries and initialised as a table of
- * exactly that many; NULL when it cannot grow (buf left as it was). */
+ * exactly that many; NULL when it cannot grow (buf left as it was).
+ * Sleeps (GFP_KERNEL_ACCOUNT): never under revoke_lock. */
 static struct scatterlist *zp_sg_buf_table(struct zp_sg_buf *buf, unsigned int nents)
 {
 	struct scatterlist *sgl;
@@ -411,7 +412,8 @@ static struct scatterlist *zp_sg_buf_table(struct zp_sg_buf *buf, unsigned int n
 #define ZP_MAP_SG_MAX_PTES	(ZP_MAP_STEP >> PAGE_SHIFT)
 
 /* One chunk of runs at iova into d with one iommu_map_sg() through buf.
- * Nothing of it stays mapped on error. */
+ * Nothing of it stays mapped on error. Caller holds the container lock,
+ * not revoke_lock (the table may be allocated; iommu_map_sg() sleeps). */
 static int zp_map_chunk_sg(struct zp_domain *d, dma_addr_t iova,
 			   struct zp_run_chunk *chunk, int prot,
 			   struct zp_sg_buf *buf, size_t *mapped)
@@ -449,7 +451,9 @@ static int zp_map_chunk_sg(struct zp_domain *d, dma_addr_t iova,
 
 /* One chunk of runs at iova into d, counted in the IOMMU counters once
  * it is all there: zp_map_chunk_sg(), or run by run under revoke_lock (no
- * sleeping allocation), with MMIO, or past ZP_MAP_SG_MAX_PTES. */
+ * sleeping allocation), with MMIO, or past ZP_MAP_SG_MAX_PTES. Caller
+ * holds the container lock, and revoke_lock exactly when w->c is set;
+ * nothing of the chunk stays mapped on error. */
 static int zp_map_chunk(struct zp_domain *d, dma_addr_t iova,
 			struct zp_run_chunk *chunk, int prot,
 			struct zp_writer *w, struct zp_sg_buf *buf, size_t *mapped)
