@@ -109,6 +109,8 @@ struct zp_pin_walk {
 					 * allocated on first use: ranges of
 					 * large folios never need it */
 	unsigned long npages;		/* pages in the whole range */
+	struct zp_zfs_hand hand;	/* a run zeropinfs filed for this pin,
+					 * its blocks not taken yet */
 };
 
 void zp_pinned_init(struct zp_pinned *p)
@@ -365,11 +367,13 @@ static bool zp_file_at(unsigned long addr, bool write, unsigned long *head)
  * of its blocks or at a block's range the file holds in 4 KiB pages (a
  * fragmented host, see zfs_add_page()). The batch is charged before the mmap_lock is taken
  * (charging needs it for writing) and what was not taken is given back;
- * other memory is not charged here at all.
+ * other memory is not charged here at all. A run the file filed for the
+ * pin stays in w->hand from one batch to the next.
  */
-static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
+static long zp_pin_file(struct zp_pin_walk *w, unsigned long addr,
 			unsigned long npages, bool write, unsigned long *head)
 {
+	struct zp_pinned *p = w->p;
 	unsigned long n = min_t(unsigned long, npages, ZP_GUP_BATCH);
 	unsigned long before = p->npages;
 	struct vm_area_struct *vma;
@@ -385,7 +389,8 @@ static long zp_pin_file(struct zp_pinned *p, unsigned long addr,
 		return -EINTR;
 	}
 	vma = vma_lookup(current->mm, addr);
-	ret = vma ? zp_zfs_pin_folios(vma, addr, n, write, zp_take_file_folio, p, head) : 0;
+	ret = vma ? zp_zfs_pin_folios(vma, addr, n, write, zp_take_file_folio, p, head,
+				      &w->hand) : 0;
 	mmap_read_unlock(current->mm);
 	zp_uncharge(p, n - (p->npages - before));
 	return ret;
@@ -722,7 +727,7 @@ static long zp_pin_next(struct zp_pin_walk *w, unsigned long addr, unsigned long
 	long n = 0;
 
 	if (w->try_file) {
-		n = zp_pin_file(w->p, addr, npages, w->write, &head);
+		n = zp_pin_file(w, addr, npages, w->write, &head);
 		/* once it stops outside a block's head, the rest is no zeropinfs */
 		w->try_file = n > 0 || head;
 		if (head)
@@ -777,6 +782,7 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 		cond_resched();
 	}
 	kvfree(w.pages);
+	zp_zfs_hand_release(&w.hand);
 	zp_return_credit(p);
 	zp_pin_publish(p, &w);
 	if (got >= 0)

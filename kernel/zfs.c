@@ -398,6 +398,58 @@ static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t 
 }
 
 /*
+ * The run a VFIO pin filed (struct zp_zfs_hand, zfs.h) saves its walk 511
+ * page cache lookups per GiB, each a walk of the xarray and a lock of the
+ * folio, on a never-touched GiB's map path. The walk drops the mmap lock
+ * and invalidate_lock between batches, so a block it holds may have left
+ * the file meanwhile (truncate, hole punch): zfs_hand_take() checks.
+ */
+void zp_zfs_hand_release(struct zp_zfs_hand *hand)
+{
+	unsigned long k;
+
+	if (!hand->blocks)
+		return;
+	for (k = 0; k < ZP_RUN_BLOCKS; k++)
+		if (hand->blocks[k])
+			folio_put(hand->blocks[k]);
+	kfree(hand->blocks);
+	hand->blocks = NULL;
+}
+
+/*
+ * The hand's block at index of mapping (referenced, unlocked: the
+ * caller's now), or NULL when the hand has none there, or the block left
+ * the file since it was filed (its reference is dropped then, and the
+ * caller looks the index up). Caller holds invalidate_lock (shared): every
+ * path that takes a block out of a file takes it exclusively (eviction
+ * cannot run while the pin's vma holds the file; reclaim, migration,
+ * splits and memory failure leave a held, dirty block where it is), so a
+ * block whose mapping and index still match is the file's block there
+ * right now, and stays so while the lock is held.
+ */
+static struct folio *zfs_hand_take(struct zp_zfs_hand *hand, struct address_space *mapping,
+				   pgoff_t index)
+{
+	unsigned long k;
+	struct folio *folio;
+
+	if (!hand->blocks || hand->mapping != mapping || index < hand->first ||
+	    !IS_ALIGNED(index, ZP_BLOCK_PAGES))
+		return NULL;
+	k = (index - hand->first) / ZP_BLOCK_PAGES;
+	if (k >= ZP_RUN_BLOCKS)
+		return NULL;
+	folio = hand->blocks[k];
+	hand->blocks[k] = NULL;
+	if (folio && (READ_ONCE(folio->mapping) != mapping || folio->index != index)) {
+		folio_put(folio);
+		return NULL;
+	}
+	return folio;
+}
+
+/*
  * Whether a VFIO pin at index should take a whole run for its GiB: the
  * GiB lies wholly before EOF and inside the mapping (guest RAM: one file,
  * one mapping, pinned whole), the node's pool has a run, and the GiB
@@ -425,11 +477,12 @@ static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_st
  * holding index, locked and referenced; -EAGAIN when no run was filed
  * (the caller takes one block, or finds the one a racing task filed). A
  * later block a racing task filed first stays, and that run block goes
- * back to the pool (2 MiB entries there). Caller holds invalidate_lock
- * (shared) and the mmap lock.
+ * back to the pool (2 MiB entries there). The blocks filed after index go
+ * to hand, referenced (a run it held before is released first). Caller
+ * holds invalidate_lock (shared) and the mmap lock.
  */
 static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-		       int nid, struct folio **out)
+		       int nid, struct zp_zfs_hand *hand, struct folio **out)
 {
 	pgoff_t first = round_down(index, ZP_RUN_PAGES);
 	unsigned long mine = (index - first) / ZP_BLOCK_PAGES, k;
@@ -451,20 +504,30 @@ static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct
 		return -EAGAIN;
 	}
 	*out = blocks[mine];
+	blocks[mine] = NULL;
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
-		if (k == mine || !blocks[k])
+		if (!blocks[k])
 			continue;
 		/* a memcg at its limit refuses the rest too: not asked again */
 		if (err != -ENOMEM)
 			err = zfs_file_run_block(inode, blocks[k], first, k);
 		if (err) {
 			zp_pool_put_unused(blocks[k]);
+			blocks[k] = NULL;
 			continue;
 		}
 		folio_unlock(blocks[k]);
-		folio_put(blocks[k]);
+		/* the pin's walk only goes up: one before index is the file's
+		 * alone; the rest hand their reference to hand */
+		if (k < mine) {
+			folio_put(blocks[k]);
+			blocks[k] = NULL;
+		}
 	}
-	kfree(blocks);
+	zp_zfs_hand_release(hand);
+	hand->mapping = inode->i_mapping;
+	hand->first = first;
+	hand->blocks = blocks;
 	return 0;
 }
 
@@ -491,17 +554,17 @@ static bool zfs_range_in_pages(struct inode *inode, pgoff_t index)
  * where its GiB is empty: zfs_add_run()), else (no block to be had, or the
  * range already in 4 KiB pages) a 4 KiB page; said on the kernel log once
  * in a while when a range starts falling back. Same contract as
- * zfs_add_block().
+ * zfs_add_block(); hand: a VFIO pin's (else NULL), for zfs_add_run().
  */
 static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			 bool pin, struct folio **out)
+			 struct zp_zfs_hand *hand, struct folio **out)
 {
 	bool interleaved;
 	int nid = zfs_block_node(vma, index, &interleaved), ret;
 
 	if (zfs_range_in_pages(inode, index))
 		return zfs_add_page(inode, index, nid, out);
-	if (pin && !interleaved && !zfs_add_run(inode, index, vma, nid, out))
+	if (hand && !interleaved && !zfs_add_run(inode, index, vma, nid, hand, out))
 		return 0;
 	ret = zfs_add_block(inode, index, nid, out);
 	/* full, but another task filed the range meanwhile (its charge
@@ -532,11 +595,11 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
  * ZFS_ADD_TRIES: a defence). Caller holds inode_lock or invalidate_lock (shared),
  * which keeps truncation out. Without a vma (write, fallocate: inode_lock
  * held) a folio added here is marked new, and the caller ends with
- * zfs_settle_new_blocks(). pin: a VFIO pin asks (with a vma), which may
- * take a whole run.
+ * zfs_settle_new_blocks(). hand: a VFIO pin asks (with a vma; else
+ * NULL), which may take a whole run (zfs_add_run()).
  */
 static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_struct *vma,
-			 bool pin, struct folio **out)
+			 struct zp_zfs_hand *hand, struct folio **out)
 {
 	int tries, ret;
 
@@ -546,7 +609,7 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 			return 0;
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		ret = zfs_add_folio(inode, index, vma, pin, out);
+		ret = zfs_add_folio(inode, index, vma, hand, out);
 		if (!ret && !vma)
 			folio_set_checked(*out);	/* see zfs_settle_new_blocks() */
 		if (ret != -EEXIST)
@@ -809,7 +872,7 @@ static ssize_t write_chunk(struct inode *inode, loff_t pos, size_t len,
 	ssize_t copied;
 	int ret;
 
-	ret = zfs_get_folio(inode, index, NULL, false, &folio);
+	ret = zfs_get_folio(inode, index, NULL, NULL, &folio);
 	if (ret)
 		return ret;
 	*added |= folio_test_checked(folio);
@@ -884,7 +947,7 @@ static int zfs_allocate(struct inode *inode, int mode, loff_t offset, loff_t len
 	if (ret)
 		return ret;
 	for (pos = offset; pos < end; ) {
-		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, false, &folio);
+		ret = zfs_get_folio(inode, pos >> PAGE_SHIFT, NULL, NULL, &folio);
 		if (ret)
 			break;
 		added |= folio_test_checked(folio);
@@ -946,7 +1009,7 @@ static int zfs_fault_folio(struct vm_fault *vmf, pgoff_t last, struct folio **ou
 
 	filemap_invalidate_lock_shared(mapping);
 	if (last < eof_index(inode))
-		ret = zfs_get_folio(inode, vmf->pgoff, vmf->vma, false, out);
+		ret = zfs_get_folio(inode, vmf->pgoff, vmf->vma, NULL, out);
 	filemap_invalidate_unlock_shared(mapping);
 	return ret;
 }
@@ -1135,7 +1198,7 @@ unsigned long zp_zfs_pages_to_block(struct vm_area_struct *vma, unsigned long ad
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		       unsigned long nr, bool write,
 		       int (*fn)(void *arg, struct folio *folio), void *arg,
-		       unsigned long *head)
+		       unsigned long *head, struct zp_zfs_hand *hand)
 {
 	pgoff_t index = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
 	unsigned long done = 0, max;
@@ -1153,11 +1216,15 @@ long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 	filemap_invalidate_lock_shared(mapping);
 	while (done + ZP_BLOCK_PAGES <= max &&
 	       index + done + ZP_BLOCK_PAGES <= eof_index(inode)) {
-		ret = zfs_get_folio(inode, index + done, vma, true, &folio);
-		if (ret)
-			break;
-		folio_unlock(folio);
-		if (folio->index != index + done || folio_nr_pages(folio) != ZP_BLOCK_PAGES) {
+		folio = zfs_hand_take(hand, mapping, index + done);
+		if (!folio) {
+			ret = zfs_get_folio(inode, index + done, vma, hand, &folio);
+			if (ret)
+				break;
+			folio_unlock(folio);
+		}
+		if (folio->mapping != mapping || folio->index != index + done ||
+		    folio_nr_pages(folio) != ZP_BLOCK_PAGES) {
 			/* a range in 4 KiB pages (zfs_add_page()) right here: the
 			 * caller pins it by GUP, then asks again past it */
 			if (!done && folio_nr_pages(folio) < ZP_BLOCK_PAGES)

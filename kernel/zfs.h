@@ -5,8 +5,24 @@
 
 #define ZEROPINFS_MAGIC 0x7a70696e	/* "zpin" */
 
+struct address_space;
 struct folio;
 struct vm_area_struct;
+
+/*
+ * A whole run a VFIO pin took for a file's GiB (zfs.c: zfs_add_run()),
+ * whose blocks are not pinned yet: the pin's walk keeps it across
+ * zp_zfs_pin_folios() calls (each a batch of the range) and takes the
+ * blocks from it instead of looking each up again in the page cache.
+ * Zeroed before first use; zp_zfs_hand_release() when the walk ends.
+ */
+struct zp_zfs_hand {
+	struct address_space *mapping;	/* the file's the run was filed in */
+	unsigned long first;		/* file index of the run's first block */
+	struct folio **blocks;		/* ZP_RUN_BLOCKS: filed and referenced,
+					 * or NULL (not filed, or taken);
+					 * NULL: no run held */
+};
 
 int zp_zfs_init(void);
 void zp_zfs_exit(void);
@@ -19,6 +35,8 @@ unsigned long zp_zfs_pages_to_block(struct vm_area_struct *vma, unsigned long ad
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		       unsigned long nr, bool write,
 		       int (*fn)(void *arg, struct folio *folio), void *arg,
-		       unsigned long *head);
+		       unsigned long *head, struct zp_zfs_hand *hand);
+/* Drop the references to the hand's blocks not taken; no lock needed. */
+void zp_zfs_hand_release(struct zp_zfs_hand *hand);
 
 #endif /* ZEROPIN_ZFS_H */

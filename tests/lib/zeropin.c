@@ -487,6 +487,42 @@ int page_in_block(const void *addr)
 	return !!(flags & (1ull << KPF_COMPOUND_HEAD | 1ull << KPF_COMPOUND_TAIL));
 }
 
+/* One 64-bit word of a /proc/kpage* file for pfn; ~0 when unreadable. */
+static uint64_t kpage_word(const char *file, uint64_t pfn)
+{
+	uint64_t word = ~0ull;
+	int fd = open(file, O_RDONLY);
+
+	if (fd < 0)
+		return ~0ull;
+	if (pread(fd, &word, 8, pfn * 8) != 8)
+		word = ~0ull;
+	close(fd);
+	return word;
+}
+
+/* /proc/kpageflags bits (/proc/kpagecount counts mappings, not
+ * references: a leaked block reads 0 there once unmapped). A block keeps
+ * its LRU flag until its last reference goes: only then does the page
+ * allocator take it off the list. */
+#define KPF_LRU			5
+#define KPF_ANON		12
+#define KPF_BUDDY		10
+#define KPF_SLAB		7
+#define KPF_UNEVICTABLE		18
+
+int pfn_block_held(uint64_t pfn)
+{
+	uint64_t head = kpage_word("/proc/kpageflags", pfn);
+	uint64_t tail = kpage_word("/proc/kpageflags", pfn + 511);
+	const uint64_t not_ours = 1ull << KPF_ANON | 1ull << KPF_BUDDY | 1ull << KPF_SLAB;
+
+	if (head == ~0ull || tail == ~0ull)
+		return -EIO;
+	return (head & (1ull << KPF_COMPOUND_HEAD)) && (tail & (1ull << KPF_COMPOUND_TAIL)) &&
+	       !(head & not_ours) && (head & (1ull << KPF_LRU | 1ull << KPF_UNEVICTABLE));
+}
+
 int init_on_alloc(void)
 {
 	char cmdline[4096] = "";

@@ -92,6 +92,11 @@ uint64_t pfn_of(const void *addr);
  * block), 0 when it is a page of its own (the fallback of a fragmented
  * host), -ENOENT when nothing is mapped there (root: /proc/kpageflags). */
 int page_in_block(const void *addr);
+/* 1 when the page at pfn still heads a 2 MiB folio on an LRU list and not
+ * anonymous (a zeropinfs block not given back to the page allocator,
+ * whether a file still holds it or a reference was leaked), 0 when not,
+ * negative errno when it cannot be read (root: /proc/kpageflags). */
+int pfn_block_held(uint64_t pfn);
 
 /* 0 when the guest kernel was booted with init_on_alloc=0, else 1 (the
  * Debian default: the page allocator clears every page it hands out). */

@@ -26,9 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <sys/statvfs.h>
+#include <linux/falloc.h>
 
 #include "kselftest_harness.h"
+#include "kmsg.h"
 #include "pressure.h"
 #include "util.h"
 #include "vfio_driver.h"
@@ -285,6 +288,155 @@ TEST_F_TIMEOUT(runs_dma, qemu_q35_layout, 600)
 		edu_verify(&self->edu, self->ram + r[i].off, r[i].iova, r[i].len);
 	for (i = 0; i < 3; i++)
 		vfio_unmap(self->container, r[i].iova, r[i].len);
+}
+
+/* How many of the blocks of the GiB at pfn base read as held
+ * (pfn_block_held()); -errno when one cannot be read. */
+static long run_blocks_held(uint64_t base)
+{
+	long held = 0;
+	unsigned long k;
+	int ret;
+
+	for (k = 0; k < SZ_1G / SZ_2M; k++) {
+		ret = pfn_block_held(base + k * (SZ_2M / 4096));
+		if (ret < 0)
+			return ret;
+		held += ret;
+	}
+	return held;
+}
+
+/* A pin that starts halfway into an empty GiB still takes the whole run
+ * (the file's GiB stays one physically contiguous range) and pins only
+ * what it asked for; the run's blocks before it, filed but not pinned,
+ * are the file's alone. Once the file lets go of the GiB every one of its
+ * 512 blocks is back in the page allocator: a reference kept on the pin's
+ * path (struct zp_zfs_hand) would keep a block allocated for good. Checked
+ * first while the file still holds them: every block reads as held. */
+TEST_F_TIMEOUT(runs_dma, pin_from_mid_gib_keeps_no_block, 600)
+{
+	long handed = pool_counter("runs_handed_out"), e2m = iommu_counter("entries_2m");
+	long pinned = iommu_counter("pages_pinned");
+	uint64_t base, iova = SZ_1G / 2;
+
+	vfio_map(self->container, self->ram + SZ_1G / 2, iova, SZ_1G / 2);
+	EXPECT_EQ(handed + 1, pool_counter("runs_handed_out"));
+	EXPECT_EQ(e2m + (long)(SZ_1G / 2 / SZ_2M), iommu_counter("entries_2m"));
+	EXPECT_EQ(pinned + (long)(PAGES_1G / 2), iommu_counter("pages_pinned"));
+	edu_verify(&self->edu, self->ram + SZ_1G / 2, iova, SZ_1G / 2);
+	expect_one_run(_metadata, self->ram);
+	base = pfn_of(self->ram);
+	ASSERT_NE(0, base);
+	vfio_unmap(self->container, iova, SZ_1G / 2);
+	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
+
+	/* no refill or run build takes a freed block back meanwhile */
+	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
+	pool_write("target_mib", 0);
+	munmap(self->ram, VM_SIZE);
+	self->ram = NULL;
+	ASSERT_EQ(SZ_1G / SZ_2M, run_blocks_held(base)) TH_LOG("the file's blocks do not read as held");
+	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	EXPECT_EQ(0, run_blocks_held(base)) TH_LOG("run blocks still allocated after the file let go");
+}
+
+/* Every block the pool holds, by first pfn (ZEROPIN_POOL_BLOCKS): *n of
+ * them in a malloc()ed array, NULL when it cannot be read. */
+static uint64_t *pool_block_pfns(long *n)
+{
+	unsigned long pfn;
+	uint64_t *pfns = NULL, *grown;
+	long cap = 0;
+	char kind[16];
+	int nid;
+	FILE *f = fopen(ZEROPIN_POOL_BLOCKS, "r");
+
+	*n = 0;
+	while (f && fscanf(f, "%d %lx %15s", &nid, &pfn, kind) == 3) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			grown = realloc(pfns, cap * sizeof(*pfns));
+			if (!grown)
+				break;
+			pfns = grown;
+		}
+		pfns[(*n)++] = pfn;
+	}
+	if (f)
+		fclose(f);
+	return pfns;
+}
+
+struct puncher {
+	int fd;
+	volatile int stop;
+	long punched;
+};
+
+/* Punch random blocks out of the file until told to stop. */
+static void *punch_blocks(void *arg)
+{
+	struct puncher *pu = arg;
+	unsigned int seed = 25;
+
+	while (!pu->stop) {
+		off_t off = (off_t)(rand_r(&seed) % (VM_SIZE / SZ_2M)) * SZ_2M;
+
+		pu->punched += !fallocate(pu->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					  off, SZ_2M);
+		usleep(200);
+	}
+	return NULL;
+}
+
+/* A hole puncher races the pin of a whole never-touched file. The pin's
+ * walk keeps the run it filed across its batches (struct zp_zfs_hand,
+ * the mmap lock and invalidate_lock dropped between them): a block
+ * punched out meanwhile must be looked up again, not pinned from the
+ * walk's hand. Whatever the map's outcome, nothing is kept: once the file
+ * lets go of everything, every block of the pool's four runs is back in
+ * the page allocator, and the kernel warned of nothing. */
+TEST_F_TIMEOUT(runs_dma, punched_while_pinning_keeps_no_block, 600)
+{
+	static const char *const bad[] = { "BUG:", "WARNING:", "Bad page" };
+	struct puncher pu = { .fd = self->fd };
+	long nblocks, held = 0, i;
+	uint64_t *pfns = pool_block_pfns(&nblocks);
+	int mark = kmsg_mark(), ret;
+	pthread_t t;
+
+	ASSERT_NE(NULL, pfns);
+	ASSERT_EQ(VM_SIZE / SZ_2M, nblocks);
+	ASSERT_LE(0, mark);
+	ASSERT_EQ(0, pthread_create(&t, NULL, punch_blocks, &pu));
+	ret = __vfio_map(self->container, self->ram, 4ul << 30, VM_SIZE,
+			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	pu.stop = 1;
+	pthread_join(t, NULL);
+	TH_LOG("map: %s; %ld blocks punched during it; %ld runs handed out", strerror(-ret),
+	       pu.punched, pool_counter("runs_handed_out"));
+
+	/* the pool lets go of what it holds and takes nothing more */
+	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
+	pool_write("target_mib", 0);
+	ASSERT_EQ(0, pool_wait_at_most("zero_mib", 0, RUNS_SETTLE_MS));
+	ASSERT_EQ(0, pool_wait_at_most("dirty_mib", 0, RUNS_SETTLE_MS));
+	if (!ret)
+		vfio_unmap(self->container, 4ul << 30, VM_SIZE);
+	EXPECT_EQ(0, iommu_counter("pages_pinned"));
+	munmap(self->ram, VM_SIZE);
+	self->ram = NULL;
+	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	for (i = 0; i < nblocks; i++) {
+		ret = pfn_block_held(pfns[i]);
+		ASSERT_LE(0, ret);
+		held += ret;
+	}
+	EXPECT_EQ(0, held) TH_LOG("%ld of the runs' %ld blocks still allocated", held, nblocks);
+	EXPECT_EQ(0, kmsg_count_since(mark, bad, 3));
+	close(mark);
+	free(pfns);
 }
 
 /* A run pinned for DMA whose file lets go of it (truncate) is not handed
