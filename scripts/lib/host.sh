@@ -11,13 +11,14 @@
 # environment, the program's options.
 ZP_CONF="${ZP_CONF:-/etc/zeropin/zeropin.conf}"
 ZP_CONF_KEYS="ZEROPIN_MOUNT ZEROPIN_MOUNT_SIZE ZEROPIN_MOUNT_MODE ZEROPIN_POOL_MIB
-ZEROPIN_MODULE ZEROPIN_DEVICES ZEROPIN_HOOK_WAIT_S ZEROPIN_QEMU_CONF"
+ZEROPIN_RUN_BUILD ZEROPIN_MODULE ZEROPIN_DEVICES ZEROPIN_HOOK_WAIT_S ZEROPIN_QEMU_CONF"
 
 zp_conf_defaults() {
 	ZEROPIN_MOUNT=/run/zeropin		# where zeropinfs is mounted
 	ZEROPIN_MOUNT_SIZE=""			# mount's size= (empty: half of RAM)
 	ZEROPIN_MOUNT_MODE=0755			# mount's mode=
 	ZEROPIN_POOL_MIB=""			# pool target, MiB (empty: leave it)
+	ZEROPIN_RUN_BUILD=""			# 1 GiB runs, 1 or 0 (empty: leave it)
 	ZEROPIN_MODULE=""			# a zeropin.ko to insmod (empty: modprobe)
 	ZEROPIN_DEVICES=""			# PCI addresses or vendor:device for vfio-pci
 	ZEROPIN_HOOK_WAIT_S=1			# hook: longest wait for zeroed memory, s
@@ -80,6 +81,8 @@ zp_conf_check() {
 		ZP_CONF_ERROR="ZEROPIN_HOOK_WAIT_S=$ZEROPIN_HOOK_WAIT_S: want a number of seconds"
 	[ -z "$ZEROPIN_POOL_MIB" ] || [[ "$ZEROPIN_POOL_MIB" =~ ^[0-9]+$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_POOL_MIB=$ZEROPIN_POOL_MIB: want a number of MiB"
+	[[ "$ZEROPIN_RUN_BUILD" =~ ^[01]?$ ]] ||
+		ZP_CONF_ERROR="ZEROPIN_RUN_BUILD=$ZEROPIN_RUN_BUILD: want 1 (build 1 GiB runs) or 0"
 	[[ "$ZEROPIN_MOUNT_MODE" =~ ^[0-7]{3,4}$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_MOUNT_MODE=$ZEROPIN_MOUNT_MODE: want an octal mode"
 	# it goes into qemu.conf and /proc/mounts: no quotes, spaces or escapes;

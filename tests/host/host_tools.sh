@@ -417,6 +417,7 @@ test_usage_errors() {
 	"$DOMXML" --name x --hostdev 65:00 >/dev/null 2>&1 && bad="$bad domxml-bad-address"
 	"$HOST" frobnicate >/dev/null 2>&1 && bad="$bad host-unknown-command"
 	"$HOST" setup --pool-mib >/dev/null 2>&1 && bad="$bad host-missing-value"
+	"$HOST" setup --run-build yes 2>&1 | grep -q 'ZEROPIN_RUN_BUILD=yes: want 1' || bad="$bad host-bad-run-build"
 	"$HOOK" >/dev/null 2>&1 && bad="$bad hook-no-arguments"
 	for p in "$HOOK" "$DOMXML" "$HOST"; do
 		"$p" --help | grep -q "USAGE" || bad="$bad $(basename "$p")-help"
