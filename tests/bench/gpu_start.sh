@@ -104,8 +104,11 @@ pool_in_runs() {
 }
 
 # The pool without runs (a zeropin-runs start before may have left some):
-# emptied and refilled with run_build off.
+# run_build off, and the pool emptied and refilled if it holds a run.
 pool_in_blocks() {
+	echo "# echo 0 > $RUN_BUILD"
+	echo 0 >"$RUN_BUILD"
+	wait_pool zero_mib "$GUEST_MIB" || true
 	[ "$(cat "$POOL/runs_1g")" = 0 ] && return 0
 	echo "# echo 0, then $((GUEST_MIB + 64)) > $POOL/target_mib (no runs)"
 	pool_empty
