@@ -260,6 +260,9 @@ struct pool_counters {
 	atomic64_t runs_build_ns;	/* time spent taking them (migration included) */
 	atomic_long_t runs_handed_out;	/* whole runs given to files */
 	atomic_long_t runs_broken;	/* runs whose blocks went one by one */
+	atomic_long_t runs_hand_stale;	/* blocks of a run a pin filed that left
+					 * the file before the pin reached them
+					 * (zfs.c: zfs_hand_take()) */
 };
 
 static struct node_pool *node_pools[MAX_NUMNODES];
@@ -1136,6 +1139,11 @@ void zp_pool_put_unused_run(struct folio **blocks)
 /* Nothing for the kthread here: the folio goes to the page allocator once
  * its last user (a mapping, a DMA pin) lets go, and the pool's own count
  * did not change. May be called under the page cache's locks: no sleep. */
+void zp_pool_count_hand_stale(void)
+{
+	atomic_long_inc(&counters.runs_hand_stale);
+}
+
 void zp_pool_release(struct folio *folio)
 {
 	if (page_put(folio))
@@ -1480,6 +1488,7 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(runs_build_not_taken);
 	SHOW(runs_handed_out);
 	SHOW(runs_broken);
+	SHOW(runs_hand_stale);
 #undef SHOW
 #define SHOW_MS(f, name) seq_printf(m, "%s %llu\n", name, \
 				    div_u64(atomic64_read(&counters.f), NSEC_PER_MSEC))

@@ -49,6 +49,9 @@ bool zp_pool_get_run(int nid, struct folio **blocks);
  * block back, and the run kept whole again where all its blocks are. May
  * sleep. */
 void zp_pool_put_unused_run(struct folio **blocks);
+/* Count a block of a run a pin filed that left the file before the pin
+ * reached it (debugfs runs_hand_stale). */
+void zp_pool_count_hand_stale(void);
 
 /*
  * A zeroed 4 KiB folio from the page allocator (node nid preferred), for

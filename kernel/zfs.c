@@ -426,7 +426,10 @@ void zp_zfs_hand_release(struct zp_zfs_hand *hand)
  * cannot run while the pin's vma holds the file; reclaim, migration,
  * splits and memory failure leave a held, dirty block where it is), so a
  * block whose mapping and index still match is the file's block there
- * right now, and stays so while the lock is held.
+ * right now, and stays so while the lock is held. hand->mapping is only
+ * compared: it may be the address of an inode evicted since and reused by
+ * another, whose blocks the hand cannot hold (a block out of its file has
+ * ->mapping NULL, and the hand's reference keeps it from being reused).
  */
 static struct folio *zfs_hand_take(struct zp_zfs_hand *hand, struct address_space *mapping,
 				   pgoff_t index)
@@ -443,6 +446,7 @@ static struct folio *zfs_hand_take(struct zp_zfs_hand *hand, struct address_spac
 	folio = hand->blocks[k];
 	hand->blocks[k] = NULL;
 	if (folio && (READ_ONCE(folio->mapping) != mapping || folio->index != index)) {
+		zp_pool_count_hand_stale();
 		folio_put(folio);
 		return NULL;
 	}

@@ -35,7 +35,7 @@ unsigned long zp_zfs_pages_to_block(struct vm_area_struct *vma, unsigned long ad
 long zp_zfs_pin_folios(struct vm_area_struct *vma, unsigned long addr,
 		       unsigned long nr, bool write,
 		       int (*fn)(void *arg, struct folio *folio), void *arg,
-		       unsigned long *head, struct zp_zfs_hand *hand);
+		       unsigned long *head, struct zp_zfs_hand *hand);	/* hand: not NULL */
 /* Drop the references to the hand's blocks not taken; no lock needed. */
 void zp_zfs_hand_release(struct zp_zfs_hand *hand);
 
