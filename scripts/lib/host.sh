@@ -129,15 +129,19 @@ zp_module_loaded() {
 }
 
 # Load zeropin.ko: $ZEROPIN_MODULE with insmod (its dependency vfio by
-# modprobe first), else modprobe. Returns non-zero with the reason on stderr.
+# modprobe first), else modprobe; with run_build as ZEROPIN_RUN_BUILD says
+# from the start (the pool's first refill then leaves room for runs; the
+# hook loads it too). Returns non-zero with the reason on stderr.
 zp_module_load() {
+	local params=()
 	zp_module_loaded && return 0
+	[ -z "$ZEROPIN_RUN_BUILD" ] || params=("run_build=$ZEROPIN_RUN_BUILD")
 	if [ -n "$ZEROPIN_MODULE" ]; then
 		[ -f "$ZEROPIN_MODULE" ] || { zp_warn "ZEROPIN_MODULE=$ZEROPIN_MODULE: no such file"; return 1; }
 		modprobe vfio 2>/dev/null || true
-		insmod "$ZEROPIN_MODULE" || return 1
+		insmod "$ZEROPIN_MODULE" "${params[@]}" || return 1
 	else
-		modprobe zeropin || return 1
+		modprobe zeropin "${params[@]}" || return 1
 	fi
 	zp_say "loaded zeropin $(cat /sys/module/zeropin/version 2>/dev/null)"
 }

@@ -418,6 +418,9 @@ test_usage_errors() {
 	"$HOST" frobnicate >/dev/null 2>&1 && bad="$bad host-unknown-command"
 	"$HOST" setup --pool-mib >/dev/null 2>&1 && bad="$bad host-missing-value"
 	"$HOST" setup --run-build yes 2>&1 | grep -q 'ZEROPIN_RUN_BUILD=yes: want 1' || bad="$bad host-bad-run-build"
+	echo "ZEROPIN_RUN_BUILD=on" >"$TMP/runs.conf"
+	ZP_CONF="$TMP/runs.conf" "$HOST" status 2>&1 | grep -q 'ZEROPIN_RUN_BUILD=on: want 1' ||
+		bad="$bad host-bad-run-build-conf"
 	"$HOOK" >/dev/null 2>&1 && bad="$bad hook-no-arguments"
 	for p in "$HOOK" "$DOMXML" "$HOST"; do
 		"$p" --help | grep -q "USAGE" || bad="$bad $(basename "$p")-help"

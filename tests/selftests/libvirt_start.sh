@@ -103,7 +103,6 @@ test_setup_is_idempotent() {
 	first=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --run-build 1 --device 1234:11e8 --edit-qemu-conf 2>&1)
 	second=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --run-build 1 --device 1234:11e8 --edit-qemu-conf 2>&1)
 	if echo "$first" | grep -q 'setup: [0-9]* changes' && echo "$second" | grep -q 'setup: nothing to change' &&
-		echo "$first" | grep -q 'run_build N -> Y' &&
 		[ "$(cat /sys/module/zeropin/parameters/run_build)" = Y ] &&
 		grep -q '^memory_backing_dir = "/run/zeropin"' /etc/libvirt/qemu.conf; then
 		ok "setup_is_idempotent"
