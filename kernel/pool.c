@@ -1136,14 +1136,14 @@ void zp_pool_put_unused_run(struct folio **blocks)
 	atomic_long_dec(&counters.runs_handed_out);
 }
 
-/* Nothing for the kthread here: the folio goes to the page allocator once
- * its last user (a mapping, a DMA pin) lets go, and the pool's own count
- * did not change. May be called under the page cache's locks: no sleep. */
 void zp_pool_count_hand_stale(void)
 {
 	atomic_long_inc(&counters.runs_hand_stale);
 }
 
+/* Nothing for the kthread here: the folio goes to the page allocator once
+ * its last user (a mapping, a DMA pin) lets go, and the pool's own count
+ * did not change. May be called under the page cache's locks: no sleep. */
 void zp_pool_release(struct folio *folio)
 {
 	if (page_put(folio))
