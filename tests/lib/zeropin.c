@@ -163,24 +163,21 @@ long pool_blocks_in(uint64_t first, uint64_t pages)
 	return n;
 }
 
-long pool_blocks_runs(void)
+long pool_block_pfns(const char *kind, unsigned long **out)
 {
-	const unsigned long block = 512, run = 512 * block;	/* pages */
-	unsigned long pfn, *pfns = NULL, n = 0, cap = 0, i, in_run = 0;
-	long runs = 0;
-	char kind[16];
+	unsigned long pfn, *pfns = NULL, *more;
+	long n = 0, cap = 0;
+	char what[16];
 	FILE *f = fopen(ZEROPIN_POOL_BLOCKS, "r");
 	int nid;
 
 	if (!f)
 		return -errno;
-	/* one node per run: node ids do not matter for consecutive pfns */
-	while (fscanf(f, "%d %lx %15s", &nid, &pfn, kind) == 3) {
-		if (strcmp(kind, "zero"))
+	while (fscanf(f, "%d %lx %15s", &nid, &pfn, what) == 3) {
+		if (kind && strcmp(what, kind))
 			continue;
 		if (n == cap) {
-			unsigned long *more = realloc(pfns, (cap = cap ? 2 * cap : 4096) * sizeof(*pfns));
-
+			more = realloc(pfns, (cap = cap ? 2 * cap : 4096) * sizeof(*pfns));
 			if (!more) {
 				free(pfns);
 				fclose(f);
@@ -191,9 +188,22 @@ long pool_blocks_runs(void)
 		pfns[n++] = pfn;
 	}
 	fclose(f);
+	*out = pfns;
+	return n;
+}
+
+long pool_blocks_runs(void)
+{
+	const unsigned long block = 512, run = 512 * block;	/* pages */
+	unsigned long *pfns = NULL, i, in_run = 0;
+	long runs = 0, n = pool_block_pfns("zero", &pfns);
+
+	if (n < 0)
+		return n;
+	/* one node per run: node ids do not matter for consecutive pfns */
 	if (n)
 		qsort(pfns, n, sizeof(*pfns), pfn_cmp);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < (unsigned long)n; i++) {
 		if (pfns[i] % run == 0)
 			in_run = 1;
 		else if (in_run && pfns[i] == pfns[i - 1] + block)
@@ -465,28 +475,6 @@ uint64_t pfn_of(const void *addr)
 	return (entry & (1ull << 63)) ? entry & ((1ull << 55) - 1) : 0;
 }
 
-/* /proc/kpageflags bits: the head and the tail pages of a compound page. */
-#define KPF_COMPOUND_HEAD	15
-#define KPF_COMPOUND_TAIL	16
-
-int page_in_block(const void *addr)
-{
-	uint64_t pfn = pfn_of(addr), flags = 0;
-	int fd;
-
-	if (!pfn)
-		return -ENOENT;
-	fd = open("/proc/kpageflags", O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	if (pread(fd, &flags, 8, pfn * 8) != 8)
-		flags = ~0ull;
-	close(fd);
-	if (flags == ~0ull)
-		return -EIO;
-	return !!(flags & (1ull << KPF_COMPOUND_HEAD | 1ull << KPF_COMPOUND_TAIL));
-}
-
 /* One 64-bit word of a /proc/kpage* file for pfn; ~0 when unreadable. */
 static uint64_t kpage_word(const char *file, uint64_t pfn)
 {
@@ -510,6 +498,22 @@ static uint64_t kpage_word(const char *file, uint64_t pfn)
 #define KPF_BUDDY		10
 #define KPF_SLAB		7
 #define KPF_UNEVICTABLE		18
+
+/* /proc/kpageflags bits: the head and the tail pages of a compound page. */
+#define KPF_COMPOUND_HEAD	15
+#define KPF_COMPOUND_TAIL	16
+
+int page_in_block(const void *addr)
+{
+	uint64_t pfn = pfn_of(addr), flags;
+
+	if (!pfn)
+		return -ENOENT;
+	flags = kpage_word("/proc/kpageflags", pfn);
+	if (flags == ~0ull)
+		return -EIO;
+	return !!(flags & (1ull << KPF_COMPOUND_HEAD | 1ull << KPF_COMPOUND_TAIL));
+}
 
 int pfn_block_held(uint64_t pfn)
 {

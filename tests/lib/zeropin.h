@@ -52,6 +52,9 @@ long iommu_counter_raw(const char *name);
  * of one node at consecutive pfns from a 1 GiB-aligned one. Negative errno
  * when the list cannot be read. */
 long pool_blocks_runs(void);
+/* First pfns of the blocks the pool holds (kind "zero" or "dirty", NULL:
+ * all), in a malloc()ed *pfns; how many, or -errno. */
+long pool_block_pfns(const char *kind, unsigned long **pfns);
 /* Blocks the pool holds (zero or dirty, any node) whose first pfn lies in
  * [first, first + pages); negative errno when the list cannot be read. */
 long pool_blocks_in(uint64_t first, uint64_t pages);

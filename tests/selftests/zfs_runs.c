@@ -343,33 +343,6 @@ TEST_F_TIMEOUT(runs_dma, pin_from_mid_gib_keeps_no_block, 600)
 	EXPECT_EQ(0, run_blocks_held(base)) TH_LOG("run blocks still allocated after the file let go");
 }
 
-/* Every block the pool holds, by first pfn (ZEROPIN_POOL_BLOCKS): *n of
- * them in a malloc()ed array, NULL when it cannot be read. */
-static uint64_t *pool_block_pfns(long *n)
-{
-	unsigned long pfn;
-	uint64_t *pfns = NULL, *grown;
-	long cap = 0;
-	char kind[16];
-	int nid;
-	FILE *f = fopen(ZEROPIN_POOL_BLOCKS, "r");
-
-	*n = 0;
-	while (f && fscanf(f, "%d %lx %15s", &nid, &pfn, kind) == 3) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			grown = realloc(pfns, cap * sizeof(*pfns));
-			if (!grown)
-				break;
-			pfns = grown;
-		}
-		pfns[(*n)++] = pfn;
-	}
-	if (f)
-		fclose(f);
-	return pfns;
-}
-
 /* The block the puncher takes out of the file's first GiB while the pin
  * walks it: far enough in that the walk (64 MiB batches) has not reached
  * it when the first batch ends. */
@@ -418,8 +391,9 @@ TEST_F_TIMEOUT(runs_dma, punched_while_pinning_keeps_no_block, 600)
 	static const char *const bad[] = { "BUG:", "WARNING:", "Bad page" };
 	struct puncher pu = { .fd = self->fd, .ram = self->ram };
 	long stale = pool_counter("runs_hand_stale");
-	long nblocks, held = 0, i;
-	uint64_t *pfns = pool_block_pfns(&nblocks), iova = 4ul << 30;
+	unsigned long *pfns = NULL;
+	long nblocks = pool_block_pfns(NULL, &pfns), held = 0, i;
+	uint64_t iova = 4ul << 30;
 	int mark = kmsg_mark(), ret;
 	pthread_t t;
 
