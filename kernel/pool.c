@@ -181,7 +181,16 @@ module_param(run_quiet_ms, uint, 0644);
 MODULE_PARM_DESC(run_quiet_ms,
 	"Time after a node's last hand-out before it builds a 1 GiB run, in "
 	"ms; a VM start takes blocks in a burst and a run's migration must not "
-	"compete with it. Writable at run time by root [DEFAULT: 2000]");
+	"compete with it. A node kept busy longer than 5 such periods (guests "
+	"faulting RAM in without pause) fills with loose blocks meanwhile. "
+	"Writable at run time by root [DEFAULT: 2000]");
+/* How many quiet periods a GiB of shortfall waits for a run while hand-outs
+ * go on, before loose blocks fill it too: a VM start's burst (seconds at
+ * most) passes within it, but guests that fault their RAM in over minutes
+ * would otherwise leave the pool that short for as long, and every fault
+ * would zero on its own path. A zero block is worth more to a start than
+ * a 1 GiB IOMMU entry. */
+#define RUN_WAIT_QUIETS		5
 
 static struct cpumask zero_cpus_mask;	/* zero_cpus as parsed; empty: the default */
 static int zero_cpus_set(const char *val, const struct kernel_param *kp);
@@ -224,6 +233,9 @@ struct node_pool {
 	unsigned long run_backoff_until; /* jiffies: no run built before this */
 	unsigned long run_backoff;	/* jiffies the next failed build waits
 					 * (0: POOL_RUN_BACKOFF) */
+	unsigned long run_wait_from;	/* jiffies: the node last went a GiB
+					 * short of target, or last kept a
+					 * run (runs_waited_out()) */
 	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
@@ -468,14 +480,40 @@ static bool have_room(void)
 					   (totalram_pages() >> POOL_RESERVE_SHIFT));
 }
 
+/* Would the node be a GiB or more short of its target holding held
+ * blocks? Caller holds np->lock. */
+static bool gib_short(struct node_pool *np, unsigned long held)
+{
+	return held + ZP_RUN_BLOCKS <= np->target;
+}
+
 /* Does the node want a 1 GiB run: runs on and possible here, a GiB or
  * more below its target, no failed build waiting out its back-off?
  * Caller holds np->lock. */
 static bool runs_wanted(struct node_pool *np)
 {
 	return READ_ONCE(run_build) && zp_runs_supported &&
-	       node_held(np) + ZP_RUN_BLOCKS <= np->target &&
+	       gib_short(np, node_held(np)) &&
 	       !time_before(jiffies, np->run_backoff_until);
+}
+
+/* When loose blocks may fill the GiBs of a shortfall too: RUN_WAIT_QUIETS
+ * quiet periods after the node went short or last kept a run. */
+static unsigned long run_wait_until(struct node_pool *np)
+{
+	return np->run_wait_from + RUN_WAIT_QUIETS * msecs_to_jiffies(READ_ONCE(run_quiet_ms));
+}
+
+/*
+ * A node that taken blocks (a hand-out, the shrinker) just left a GiB or
+ * more short of its target starts waiting for runs now (run_wait_until());
+ * one already short waits on from when it went short. Caller holds
+ * np->lock, the blocks already off the node's counts.
+ */
+static void note_taken_locked(struct node_pool *np, unsigned long taken)
+{
+	if (gib_short(np, node_held(np)) && !gib_short(np, node_held(np) + taken))
+		np->run_wait_from = jiffies;
 }
 
 static unsigned long run_quiet_until(struct node_pool *np)
@@ -494,13 +532,16 @@ static bool may_build_run(struct node_pool *np)
 /*
  * Is a loose block wanted? Below target, and, where runs are wanted, only
  * for the part of the shortfall below a whole GiB: the rest waits for
- * runs (loose blocks taking it first would leave no room for them).
- * Caller holds np->lock.
+ * runs (loose blocks taking it first would leave no room for them), until
+ * run_wait_until(): a node that hands blocks out without pause for that
+ * long fills with loose blocks too (a run is still built first whenever
+ * the node is quiet: pool_thread()). Caller holds np->lock.
  */
 static bool loose_wanted(struct node_pool *np)
 {
 	return node_held(np) < np->target &&
-	       (!runs_wanted(np) || (np->target - node_held(np)) % ZP_RUN_BLOCKS);
+	       (!runs_wanted(np) || (np->target - node_held(np)) % ZP_RUN_BLOCKS ||
+		!time_before(jiffies, run_wait_until(np)));
 }
 
 /* May the node refill with a loose block now? Caller holds np->lock. */
@@ -662,9 +703,10 @@ static void keep_run(struct node_pool *np, unsigned long gib, bool whole)
 	spin_lock(&np->lock);
 	for (k = 0; whole && k < ZP_RUN_BLOCKS; k++)
 		whole = xa_load(&np->zero, gib * ZP_RUN_BLOCKS + k);
-	if (whole && !xa_err(xa_store(&np->runs, gib, xa_mk_value(gib), GFP_NOWAIT)))
+	if (whole && !xa_err(xa_store(&np->runs, gib, xa_mk_value(gib), GFP_NOWAIT))) {
 		np->nr_runs++;
-	else
+		np->run_wait_from = jiffies;	/* runs come: the rest waits on */
+	} else
 		xa_release(&np->runs, gib);
 	spin_unlock(&np->lock);
 }
@@ -849,6 +891,9 @@ static long node_sleep_time(struct node_pool *np)
 		until = max(run_quiet_until(np), np->backoff_until);
 		if (time_before(jiffies, until))
 			t = min_t(long, t, until - jiffies + 1);
+		until = run_wait_until(np);	/* loose blocks may fill then */
+		if (time_before(jiffies, until))
+			t = min_t(long, t, until - jiffies + 1);
 	}
 	np->idle = t == MAX_SCHEDULE_TIMEOUT;
 	spin_unlock(&np->lock);
@@ -898,12 +943,15 @@ static int pool_thread(void *data)
 
 /* --- handing blocks out and taking note of returns --- */
 
-/* A hand-out: the quiet periods count from now, and an idle kthread is to
- * be woken (returns whether), once per burst. Caller holds np->lock. */
-static bool handed_out_locked(struct node_pool *np)
+/* A hand-out of taken blocks off the node's lists (0: a fresh block from
+ * the page allocator): the quiet periods count from now, and an idle
+ * kthread is to be woken (returns whether), once per burst. Caller holds
+ * np->lock. */
+static bool handed_out_locked(struct node_pool *np, unsigned long taken)
 {
 	bool wake = np->idle;
 
+	note_taken_locked(np, taken);
 	np->last_get = jiffies;
 	np->idle = false;
 	return wake;
@@ -939,7 +987,7 @@ static struct folio *node_take(struct node_pool *np, bool *zero)
 			list_del(&folio->lru);
 		}
 	}
-	wake = handed_out_locked(np);
+	wake = handed_out_locked(np, folio ? 1 : 0);
 	spin_unlock(&np->lock);
 	if (wake)
 		wake_up(&np->wait);
@@ -1052,7 +1100,7 @@ bool zp_pool_get_run(int nid, struct folio **blocks)
 		return false;
 	spin_lock(&np->lock);
 	taken = run_take_locked(np, blocks);
-	wake = taken && handed_out_locked(np);
+	wake = taken && handed_out_locked(np, ZP_RUN_BLOCKS);
 	spin_unlock(&np->lock);
 	if (!taken)
 		return false;
@@ -1293,6 +1341,7 @@ static void set_target_locked(unsigned long blocks)
 		np->alloc_backoff = 0;
 		np->run_backoff_until = jiffies;
 		np->run_backoff = 0;
+		np->run_wait_from = jiffies;
 		np->idle = false;	/* a run may wait for a quiet period */
 		spin_unlock(&np->lock);
 		if (extra)
@@ -1330,6 +1379,7 @@ static unsigned long pool_scan(struct shrinker *s, struct shrink_control *sc)
 	while (freed < sc->nr_to_scan) {
 		spin_lock(&np->lock);
 		folio = take_block_locked(np);
+		note_taken_locked(np, folio ? 1 : 0);
 		np->backoff_until = jiffies + POOL_SHRINK_BACKOFF;
 		np->idle = false;	/* see below */
 		spin_unlock(&np->lock);
@@ -1587,6 +1637,7 @@ static int create_node(int nid)
 	if (!np)
 		return -ENOMEM;
 	np->nid = nid;
+	np->run_wait_from = jiffies;
 	spin_lock_init(&np->lock);
 	xa_init(&np->zero);
 	xa_init(&np->runs);

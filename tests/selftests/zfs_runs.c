@@ -49,6 +49,13 @@
 #define QUIET_MS	3000
 #define TAKE_EVERY_MS	100
 #define TAKE_FOR_MS	6000
+/* The busy test: a block taken every BUSY_EVERY_MS (more than the pool's
+ * 200 ms refill quiet, so loose refill gets its windows) with run_quiet_ms
+ * at BUSY_QUIET_MS: five of them without a run, then loose blocks. */
+#define BUSY_QUIET_MS	1000
+#define BUSY_EVERY_MS	500
+#define BUSY_FILL_MIB	64	/* loose blocks enough to call the pool filling */
+#define BUSY_FOR_MS	60000
 #define SZ_1G		(1ul << 30)
 #define PAGES_1G	(SZ_1G / 4096)
 /* The DMA tests' file: a 4 GiB VM's RAM, the pool's four runs. */
@@ -142,6 +149,50 @@ TEST_F_TIMEOUT(runs, no_run_while_blocks_are_taken, 600)
 	EXPECT_EQ(0, pool_counter("runs_build_failed"));
 	ASSERT_EQ(0, pool_counter_wait("runs_built", 1, RUNS_SETTLE_MS));
 	TH_LOG("first run %.0f ms after the last take (run_quiet_ms %d)", now_ms() - last_take, QUIET_MS);
+	close(fd);
+}
+
+/* A node kept busy a GiB short (guests faulting RAM in without pause:
+ * never a quiet period for a run) fills with loose blocks once five quiet
+ * periods have passed, rather than leave every fault to zero its own
+ * block: none in the first three, then some while the takes go on, and
+ * still no run. Prints
+ *   # busy: loose blocks from N ms after the pool went short (wait W ms)
+ */
+TEST_F_TIMEOUT(runs, busy_node_fills_with_loose_blocks, 600)
+{
+	double start, filled = 0;
+	long early = -1;
+	size_t off = 0;
+	int fd;
+
+	zeropin_load("run_build=1 run_quiet_ms=1000 pool_mib=0");	/* BUSY_QUIET_MS */
+	ASSERT_EQ(1, pool_counter("runs_supported"));
+	zfs_mount(ZFS_MNT, "size=512M");
+	fd = zfs_create(ZFS_MNT "/busy", 512ul << 20);
+	/* a take first, so no quiet moment lets a run start before the loop */
+	ASSERT_EQ(0, fallocate(fd, 0, off, SZ_2M));
+	off += SZ_2M;
+	pool_write("target_mib", 1024);	/* a GiB short from now */
+	start = now_ms();
+	while (now_ms() - start < BUSY_FOR_MS && off < (512ul << 20)) {
+		usleep(BUSY_EVERY_MS * 1000);
+		ASSERT_EQ(0, fallocate(fd, 0, off, SZ_2M));
+		off += SZ_2M;
+		if (early < 0 && now_ms() - start >= 3 * BUSY_QUIET_MS)
+			early = pool_read("zero_mib") + pool_read("dirty_mib");
+		if (pool_read("zero_mib") >= BUSY_FILL_MIB) {
+			filled = now_ms() - start;
+			break;
+		}
+	}
+	EXPECT_EQ(0, early);
+	EXPECT_LT(0, filled)
+		TH_LOG("pool %ld MiB after %.0f ms of takes every %d ms", pool_read("zero_mib"),
+		       now_ms() - start, BUSY_EVERY_MS);
+	EXPECT_EQ(0, pool_counter("runs_built"));
+	printf("# busy: loose blocks from %.0f ms after the pool went short (wait %d ms)\n", filled,
+	       5 * BUSY_QUIET_MS);
 	close(fd);
 }
 
