@@ -181,15 +181,18 @@ module_param(run_quiet_ms, uint, 0644);
 MODULE_PARM_DESC(run_quiet_ms,
 	"Time after a node's last hand-out before it builds a 1 GiB run, in "
 	"ms; a VM start takes blocks in a burst and a run's migration must not "
-	"compete with it. A node kept busy longer than 5 such periods (guests "
-	"faulting RAM in without pause) fills with loose blocks meanwhile. "
-	"Writable at run time by root [DEFAULT: 2000]");
+	"compete with it. A node that hands blocks out without such a pause "
+	"for 5 periods (guests faulting RAM in) fills a GiB of its shortfall "
+	"with loose blocks per 5 periods meanwhile. Writable at run time by "
+	"root [DEFAULT: 2000]");
 /* How many quiet periods a GiB of shortfall waits for a run while hand-outs
- * go on, before loose blocks fill it too: a VM start's burst (seconds at
- * most) passes within it, but guests that fault their RAM in over minutes
- * would otherwise leave the pool that short for as long, and every fault
- * would zero on its own path. A zero block is worth more to a start than
- * a 1 GiB IOMMU entry. */
+ * go on without pause, before loose blocks fill one GiB of it: a VM
+ * start's burst (seconds at most) passes within it, but guests that fault
+ * their RAM in over minutes would otherwise leave the pool that short for
+ * as long, and every fault would zero on its own path. One GiB per wait,
+ * so that the end of a long busy stretch (loose refill may start 200 ms
+ * after the last hand-out, a run only run_quiet_ms after) does not take
+ * the room of every run. */
 #define RUN_WAIT_QUIETS		5
 
 static struct cpumask zero_cpus_mask;	/* zero_cpus as parsed; empty: the default */
@@ -233,9 +236,11 @@ struct node_pool {
 	unsigned long run_backoff_until; /* jiffies: no run built before this */
 	unsigned long run_backoff;	/* jiffies the next failed build waits
 					 * (0: POOL_RUN_BACKOFF) */
-	unsigned long run_wait_from;	/* jiffies: the node last went a GiB
-					 * short of target, or last kept a
-					 * run (runs_waited_out()) */
+	unsigned long run_wait_from;	/* jiffies: the later of the start of
+					 * the node's hand-outs without a quiet
+					 * period, its going a GiB short of
+					 * target and its last loose refill
+					 * that began a GiB (run_wait_until()) */
 	bool idle;			/* the kthread sleeps until woken */
 	struct task_struct *thread;	/* the node's zeroing kthread */
 	wait_queue_head_t wait;		/* the kthread sleeps here */
@@ -497,18 +502,21 @@ static bool runs_wanted(struct node_pool *np)
 	       !time_before(jiffies, np->run_backoff_until);
 }
 
-/* When loose blocks may fill the GiBs of a shortfall too: RUN_WAIT_QUIETS
- * quiet periods after the node went short or last kept a run. */
+/* When loose blocks may begin a whole GiB of a shortfall: RUN_WAIT_QUIETS
+ * quiet periods after run_wait_from (clamped: no wrap for any
+ * run_quiet_ms). Caller holds np->lock. */
 static unsigned long run_wait_until(struct node_pool *np)
 {
-	return np->run_wait_from + RUN_WAIT_QUIETS * msecs_to_jiffies(READ_ONCE(run_quiet_ms));
+	unsigned long quiet = msecs_to_jiffies(READ_ONCE(run_quiet_ms));
+
+	return np->run_wait_from + min(quiet, MAX_JIFFY_OFFSET / RUN_WAIT_QUIETS) * RUN_WAIT_QUIETS;
 }
 
 /*
- * A node that taken blocks (a hand-out, the shrinker) just left a GiB or
- * more short of its target starts waiting for runs now (run_wait_until());
- * one already short waits on from when it went short. Caller holds
- * np->lock, the blocks already off the node's counts.
+ * Taken blocks (a hand-out, the shrinker, a memory failure) that just left
+ * the node a GiB or more short of its target start its wait for runs anew
+ * (run_wait_until()); one already short waits on. Caller holds np->lock,
+ * the blocks already off the node's counts.
  */
 static void note_taken_locked(struct node_pool *np, unsigned long taken)
 {
@@ -533,9 +541,9 @@ static bool may_build_run(struct node_pool *np)
  * Is a loose block wanted? Below target, and, where runs are wanted, only
  * for the part of the shortfall below a whole GiB: the rest waits for
  * runs (loose blocks taking it first would leave no room for them), until
- * run_wait_until(): a node that hands blocks out without pause for that
- * long fills with loose blocks too (a run is still built first whenever
- * the node is quiet: pool_thread()). Caller holds np->lock.
+ * run_wait_until(): a node that hands blocks out without a quiet period
+ * for that long fills a GiB with loose blocks (refill_one() then starts
+ * the wait again for the next). Caller holds np->lock.
  */
 static bool loose_wanted(struct node_pool *np)
 {
@@ -595,6 +603,11 @@ static bool refill_one(struct node_pool *np)
 		spin_unlock(&np->lock);
 		return false;
 	}
+	/* a block that begins a whole GiB of the shortfall (runs waited out:
+	 * loose_wanted()) lets the rest of that GiB follow, the next GiB
+	 * waits again */
+	if (!((np->target - node_held(np)) % ZP_RUN_BLOCKS))
+		np->run_wait_from = jiffies;
 	spin_unlock(&np->lock);
 	t0 = ktime_get_ns();
 	tried = have_room();
@@ -703,10 +716,9 @@ static void keep_run(struct node_pool *np, unsigned long gib, bool whole)
 	spin_lock(&np->lock);
 	for (k = 0; whole && k < ZP_RUN_BLOCKS; k++)
 		whole = xa_load(&np->zero, gib * ZP_RUN_BLOCKS + k);
-	if (whole && !xa_err(xa_store(&np->runs, gib, xa_mk_value(gib), GFP_NOWAIT))) {
+	if (whole && !xa_err(xa_store(&np->runs, gib, xa_mk_value(gib), GFP_NOWAIT)))
 		np->nr_runs++;
-		np->run_wait_from = jiffies;	/* runs come: the rest waits on */
-	} else
+	else
 		xa_release(&np->runs, gib);
 	spin_unlock(&np->lock);
 }
@@ -951,6 +963,8 @@ static bool handed_out_locked(struct node_pool *np, unsigned long taken)
 {
 	bool wake = np->idle;
 
+	if (!time_before(jiffies, run_quiet_until(np)))
+		np->run_wait_from = jiffies;	/* hand-outs after a quiet period */
 	note_taken_locked(np, taken);
 	np->last_get = jiffies;
 	np->idle = false;
@@ -1229,6 +1243,7 @@ static struct folio *node_take_block(struct node_pool *np, unsigned long head)
 	folio = zero_erase_locked(np, head >> ZP_BLOCK_ORDER);
 	if (!folio)
 		folio = dirty_take_locked(np, head);
+	note_taken_locked(np, folio ? 1 : 0);
 	spin_unlock(&np->lock);
 	if (folio)
 		wake_up(&np->wait);	/* below target now: refill */
@@ -1332,16 +1347,19 @@ static void set_target_locked(unsigned long blocks)
 	extra = blocks % nodes;
 	for_each_node_state(nid, N_MEMORY) {
 		struct node_pool *np = node_pools[nid];
+		bool was_short;
 
 		if (!np)
 			continue;
 		spin_lock(&np->lock);
+		was_short = gib_short(np, node_held(np));
 		np->target = share + (extra ? 1 : 0);
+		if (!was_short && gib_short(np, node_held(np)))
+			np->run_wait_from = jiffies;
 		np->backoff_until = jiffies;
 		np->alloc_backoff = 0;
 		np->run_backoff_until = jiffies;
 		np->run_backoff = 0;
-		np->run_wait_from = jiffies;
 		np->idle = false;	/* a run may wait for a quiet period */
 		spin_unlock(&np->lock);
 		if (extra)

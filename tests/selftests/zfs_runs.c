@@ -49,13 +49,14 @@
 #define QUIET_MS	3000
 #define TAKE_EVERY_MS	100
 #define TAKE_FOR_MS	6000
-/* The busy test: a block taken every BUSY_EVERY_MS (more than the pool's
- * 200 ms refill quiet, so loose refill gets its windows) with run_quiet_ms
- * at BUSY_QUIET_MS: five of them without a run, then loose blocks. */
-#define BUSY_QUIET_MS	1000
-#define BUSY_EVERY_MS	500
-#define BUSY_FILL_MIB	64	/* loose blocks enough to call the pool filling */
-#define BUSY_FOR_MS	60000
+/* The busy test: a VM start takes the pool's two GiBs, then its guest
+ * faults a block in every BUSY_EVERY_MS, never a quiet period (BUSY_QUIET_MS,
+ * run_quiet_ms) long: five quiet periods without a loose block for the
+ * GiBs, then one GiB of them per five. */
+#define BUSY_QUIET_MS	4000
+#define BUSY_EVERY_MS	1000
+#define BUSY_POOL_MIB	2048
+#define BUSY_FOR_MS	180000
 #define SZ_1G		(1ul << 30)
 #define PAGES_1G	(SZ_1G / 4096)
 /* The DMA tests' file: a 4 GiB VM's RAM, the pool's four runs. */
@@ -152,47 +153,58 @@ TEST_F_TIMEOUT(runs, no_run_while_blocks_are_taken, 600)
 	close(fd);
 }
 
-/* A node kept busy a GiB short (guests faulting RAM in without pause:
- * never a quiet period for a run) fills with loose blocks once five quiet
- * periods have passed, rather than leave every fault to zero its own
- * block: none in the first three, then some while the takes go on, and
- * still no run. Prints
- *   # busy: loose blocks from N ms after the pool went short (wait W ms)
- */
-TEST_F_TIMEOUT(runs, busy_node_fills_with_loose_blocks, 600)
+/* The pool's blocks (zero or dirty), in MiB. */
+static long pool_held_mib(void)
 {
-	double start, filled = 0;
-	long early = -1;
-	size_t off = 0;
+	return pool_read("zero_mib") + pool_read("dirty_mib");
+}
+
+/*
+ * A node kept busy two GiBs short (a VM start took them, its guest faults
+ * RAM in without a quiet period: never the pause a run waits for) fills
+ * with loose blocks rather than leave every fault to zero its own block,
+ * but one GiB per five quiet periods, keeping room for runs: none in the
+ * first three periods, then at most one GiB in the three after the first
+ * loose block, and no run built while the takes go on. Prints
+ *   # busy: the first loose block N ms after the start, M MiB 3 periods on
+ */
+TEST_F_TIMEOUT(runs, busy_node_fills_a_gib_at_a_time, 600)
+{
+	double start, last, gap = 0, first = 0;
+	long early = -1, later = -1, built;
+	size_t off = (size_t)BUSY_POOL_MIB << 20;
 	int fd;
 
-	zeropin_load("run_build=1 run_quiet_ms=1000 pool_mib=0");	/* BUSY_QUIET_MS */
+	zeropin_load("run_build=1 run_quiet_ms=4000 pool_mib=2048");	/* BUSY_ */
 	ASSERT_EQ(1, pool_counter("runs_supported"));
-	zfs_mount(ZFS_MNT, "size=512M");
-	fd = zfs_create(ZFS_MNT "/busy", 512ul << 20);
-	/* a take first, so no quiet moment lets a run start before the loop */
-	ASSERT_EQ(0, fallocate(fd, 0, off, SZ_2M));
-	off += SZ_2M;
-	pool_write("target_mib", 1024);	/* a GiB short from now */
-	start = now_ms();
-	while (now_ms() - start < BUSY_FOR_MS && off < (512ul << 20)) {
+	ASSERT_EQ(0, pool_wait("zero_mib", BUSY_POOL_MIB, RUNS_SETTLE_MS));
+	built = pool_counter("runs_built");
+	zfs_mount(ZFS_MNT, "size=2560M");
+	fd = zfs_create(ZFS_MNT "/busy", 2560ul << 20);
+	start = last = now_ms();
+	ASSERT_EQ(0, fallocate(fd, 0, 0, off));	/* the start: two GiBs short */
+	while (now_ms() - start < BUSY_FOR_MS && later < 0 && off < (2560ul << 20)) {
 		usleep(BUSY_EVERY_MS * 1000);
 		ASSERT_EQ(0, fallocate(fd, 0, off, SZ_2M));
 		off += SZ_2M;
-		if (early < 0 && now_ms() - start >= 3 * BUSY_QUIET_MS)
-			early = pool_read("zero_mib") + pool_read("dirty_mib");
-		if (pool_read("zero_mib") >= BUSY_FILL_MIB) {
-			filled = now_ms() - start;
-			break;
-		}
+		if (now_ms() - last > gap)
+			gap = now_ms() - last;
+		last = now_ms();
+		if (early < 0 && last - start >= 3 * BUSY_QUIET_MS)
+			early = pool_held_mib();
+		if (!first && pool_held_mib())
+			first = last;
+		if (first && last - first >= 3 * BUSY_QUIET_MS)
+			later = pool_held_mib();
 	}
-	EXPECT_EQ(0, early);
-	EXPECT_LT(0, filled)
-		TH_LOG("pool %ld MiB after %.0f ms of takes every %d ms", pool_read("zero_mib"),
-		       now_ms() - start, BUSY_EVERY_MS);
-	EXPECT_EQ(0, pool_counter("runs_built"));
-	printf("# busy: loose blocks from %.0f ms after the pool went short (wait %d ms)\n", filled,
-	       5 * BUSY_QUIET_MS);
+	TH_LOG("longest gap between takes %.0f ms (a run waits for %d)", gap, BUSY_QUIET_MS);
+	EXPECT_EQ(0, early) TH_LOG("loose blocks within three quiet periods of the start");
+	ASSERT_LT(0, first) TH_LOG("no loose block in %d ms of takes", BUSY_FOR_MS);
+	EXPECT_LE(0, later);
+	EXPECT_GE(1024, later) TH_LOG("more than a GiB within three quiet periods of the first loose block");
+	EXPECT_EQ(built, pool_counter("runs_built"));
+	printf("# busy: the first loose block %.0f ms after the start, %ld MiB 3 periods on\n",
+	       first - start, later);
 	close(fd);
 }
 
