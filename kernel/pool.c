@@ -594,7 +594,7 @@ static bool refill_one(struct node_pool *np)
 {
 	unsigned int seq = zp_poison_seq();
 	struct folio *folio;
-	bool zero, tried;
+	bool zero, tried, begins_gib;
 	u64 t0, took;
 	int ret;
 
@@ -603,11 +603,7 @@ static bool refill_one(struct node_pool *np)
 		spin_unlock(&np->lock);
 		return false;
 	}
-	/* a block that begins a whole GiB of the shortfall (runs waited out:
-	 * loose_wanted()) lets the rest of that GiB follow, the next GiB
-	 * waits again */
-	if (!((np->target - node_held(np)) % ZP_RUN_BLOCKS))
-		np->run_wait_from = jiffies;
+	begins_gib = !((np->target - node_held(np)) % ZP_RUN_BLOCKS);
 	spin_unlock(&np->lock);
 	t0 = ktime_get_ns();
 	tried = have_room();
@@ -638,6 +634,11 @@ static bool refill_one(struct node_pool *np)
 		zero = false;
 		ret = file_block_locked(np, folio, false, seq);
 	}
+	/* a block that began a whole GiB of the shortfall (runs waited out:
+	 * loose_wanted()) lets the rest of that GiB follow; the next GiB
+	 * waits again */
+	if (!ret && begins_gib)
+		np->run_wait_from = jiffies;
 	spin_unlock(&np->lock);
 	if (ret)
 		set_aside(folio, true);		/* -EHWPOISON */
