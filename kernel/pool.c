@@ -636,8 +636,10 @@ static bool refill_one(struct node_pool *np)
 	}
 	/* a block that began a whole GiB of the shortfall (runs waited out:
 	 * loose_wanted()) lets the rest of that GiB follow; the next GiB
-	 * waits again */
-	if (!ret && begins_gib)
+	 * waits again. Still one block into a GiB now: hand-outs while the
+	 * lock was dropped may have undone the beginning. */
+	if (!ret && begins_gib && node_held(np) < np->target &&
+	    (np->target - node_held(np)) % ZP_RUN_BLOCKS == ZP_RUN_BLOCKS - 1)
 		np->run_wait_from = jiffies;
 	spin_unlock(&np->lock);
 	if (ret)
@@ -1353,6 +1355,8 @@ static void set_target_locked(unsigned long blocks)
 		if (!np)
 			continue;
 		spin_lock(&np->lock);
+		/* a node already short waits on from when it went short:
+		 * still one loose GiB per wait at most */
 		was_short = gib_short(np, node_held(np));
 		np->target = share + (extra ? 1 : 0);
 		if (!was_short && gib_short(np, node_held(np)))

@@ -181,8 +181,10 @@ TEST_F_TIMEOUT(runs, busy_node_fills_a_gib_at_a_time, 600)
 	built = pool_counter("runs_built");
 	zfs_mount(ZFS_MNT, "size=2560M");
 	fd = zfs_create(ZFS_MNT "/busy", 2560ul << 20);
-	start = last = now_ms();
+	ASSERT_EQ(0, pool_read("target_mib") % 1024);	/* no part below a GiB to refill */
+	start = now_ms();
 	ASSERT_EQ(0, fallocate(fd, 0, 0, off));	/* the start: two GiBs short */
+	last = now_ms();
 	while (now_ms() - start < BUSY_FOR_MS && later < 0 && off < (2560ul << 20)) {
 		usleep(BUSY_EVERY_MS * 1000);
 		ASSERT_EQ(0, fallocate(fd, 0, off, SZ_2M));
@@ -198,6 +200,8 @@ TEST_F_TIMEOUT(runs, busy_node_fills_a_gib_at_a_time, 600)
 			later = pool_held_mib();
 	}
 	TH_LOG("longest gap between takes %.0f ms (a run waits for %d)", gap, BUSY_QUIET_MS);
+	if (gap >= BUSY_QUIET_MS)
+		SKIP(goto out, "a take took a quiet period (%.0f ms): the node was not kept busy", gap);
 	EXPECT_EQ(0, early) TH_LOG("loose blocks within three quiet periods of the start");
 	ASSERT_LT(0, first) TH_LOG("no loose block in %d ms of takes", BUSY_FOR_MS);
 	EXPECT_LE(0, later);
@@ -205,6 +209,7 @@ TEST_F_TIMEOUT(runs, busy_node_fills_a_gib_at_a_time, 600)
 	EXPECT_EQ(built, pool_counter("runs_built"));
 	printf("# busy: the first loose block %.0f ms after the start, %ld MiB 3 periods on\n",
 	       first - start, later);
+out:
 	close(fd);
 }
 
