@@ -149,18 +149,18 @@ static int pfn_cmp(const void *a, const void *b)
 
 long pool_blocks_in(uint64_t first, uint64_t pages)
 {
-	unsigned long pfn;
-	char kind[16];
-	long n = 0;
-	int nid;
-	FILE *f = fopen(ZEROPIN_POOL_BLOCKS, "r");
+	unsigned long *pfns = NULL;
+	long i, in = 0, n = pool_block_pfns(NULL, &pfns);
 
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%d %lx %15s", &nid, &pfn, kind) == 3)
-		n += pfn >= first && pfn < first + pages;
-	fclose(f);
-	return n;
+	for (i = 0; i < n; i++)
+		in += pfns[i] >= first && pfns[i] < first + pages;
+	free(pfns);
+	return n < 0 ? n : in;
+}
+
+long pool_held_mib(void)
+{
+	return pool_read("zero_mib") + pool_read("dirty_mib");
 }
 
 long pool_block_pfns(const char *kind, unsigned long **out)

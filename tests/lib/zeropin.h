@@ -58,6 +58,8 @@ long pool_block_pfns(const char *kind, unsigned long **pfns);
 /* Blocks the pool holds (zero or dirty, any node) whose first pfn lies in
  * [first, first + pages); negative errno when the list cannot be read. */
 long pool_blocks_in(uint64_t first, uint64_t pages);
+/* What the pool holds, zeroed or not (zero_mib + dirty_mib), in MiB. */
+long pool_held_mib(void);
 /* /sys/module/zeropin/parameters/NAME as a number, or a negative errno. */
 long zeropin_param_read(const char *name);
 /* A bool module parameter: 1 (Y), 0 (N), or -errno (no zeropin). */

@@ -284,7 +284,7 @@ TEST_F_TIMEOUT(pool, gives_memory_back_under_pressure, 300)
 	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("hog killed by signal %d", WTERMSIG(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_LT(shrunk0, pool_counter("shrunk"));
-	EXPECT_GT(pool_mib, pool_read("zero_mib") + pool_read("dirty_mib"));
+	EXPECT_GT(pool_mib, pool_held_mib());
 	EXPECT_EQ(0, kmsg_count("Killed process"));
 }
 
@@ -445,12 +445,6 @@ FIXTURE_TEARDOWN(fragmented)
 		__write_file(PROACTIVE, val);
 	}
 	zeropin_reset();
-}
-
-/* What the pool holds, zeroed or not. */
-static long pool_held_mib(void)
-{
-	return pool_read("zero_mib") + pool_read("dirty_mib");
 }
 
 TEST_F_TIMEOUT(fragmented, refill_never_reclaims_or_compacts_directly, 300)
