@@ -16,14 +16,20 @@
 #                        lockdep, KASAN, DEBUG_VM, kmemleak, fault
 #                        injection), built first if needed
 #   make bench           the benchmarks in the lab, both kernels
-#   make install         a real host: the module into the kernel's extra/
-#                        (KDIR's kernel: the running one by default), the
-#                        host programs under PREFIX, the libvirt hook;
+#   make install         a real host: the host programs under PREFIX, the
+#                        libvirt hook and zeropin.service (enabled), the
+#                        module through DKMS (signed with DKMS's MOK key,
+#                        rebuilt at kernel upgrades); without dkms, into
+#                        the kernel's extra/ (KDIR's kernel: the running
+#                        one by default), saying what that lacks;
 #                        make install-tools: the programs and hook only
-#   make uninstall       undo make install
+#   make uninstall       undo make install (qemu.conf's memory_backing_dir
+#                        put back first)
 #   make dkms-install    a real host: install through DKMS (needs dkms)
 #   make deb             Debian packages zeropin-dkms and zeropin-tools
-#                        (packaging/debian), checked by lintian; build/deb/
+#                        (packaging/debian), checked by lintian; build/deb/;
+#                        versioned VERSION-DEB_REVISION+debN for the suite
+#                        of the machine that builds them (DEB_SUITE)
 #
 # Every output lives under build/.
 
@@ -54,7 +60,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: deb all module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
+.PHONY: deb all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
 
 all: module
 
@@ -144,18 +150,28 @@ dkms-uninstall:
 	rm -rf $(DKMS_SRC)
 
 # Debian packages, built from a copy of the tree under build/deb (the
-# .debs land there), then checked by lintian: an error fails the build.
+# .debs land there), then checked by lintian: an error or a warning fails
+# the build.
+# Versioned for the suite they are built in, as Debian versions a
+# backport: 0.9.0-1+deb12 (bookworm) sorts below 0.9.0-1+deb13 (trixie),
+# so a host upgraded from 12 to 13 takes the newer build. DEB_REVISION
+# counts builds of one zeropin version (a fix to the packaging alone).
+DEB_SUITE    ?= $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_CODENAME)
+DEB_RELEASE  ?= $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_ID)
+DEB_REVISION ?= 1
+DEB_VERSION  := $(VERSION)-$(DEB_REVISION)+deb$(DEB_RELEASE)
 DEB_TREE := $(BUILD)/deb/zeropin-$(VERSION)
 deb:
+	@[ -n "$(DEB_SUITE)" ] && [ -n "$(DEB_RELEASE)" ] || { echo "make deb: no suite in /etc/os-release: set DEB_SUITE= and DEB_RELEASE= (e.g. trixie, 13)"; exit 1; }
 	scripts/install-deps deb
 	rm -rf $(BUILD)/deb
 	mkdir -p $(DEB_TREE)
 	cp -r Kbuild LICENSE Makefile kernel scripts packaging $(DEB_TREE)/
 	cp -r packaging/debian $(DEB_TREE)/debian
-	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(date -R)/" packaging/debian/changelog.in >$(DEB_TREE)/debian/changelog
+	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@SUITE@/$(DEB_SUITE)/' -e "s/@DATE@/$$(date -R)/" packaging/debian/changelog.in >$(DEB_TREE)/debian/changelog
 	rm $(DEB_TREE)/debian/changelog.in
 	cd $(DEB_TREE) && dpkg-buildpackage -us -uc -b >$(BUILD)/deb/build.log 2>&1 || { tail -n 30 $(BUILD)/deb/build.log; exit 1; }
-	lintian --fail-on error $(BUILD)/deb/zeropin_$(VERSION)_*.changes
+	lintian --fail-on error,warning $(BUILD)/deb/zeropin_$(DEB_VERSION)_*.changes
 	@ls $(BUILD)/deb/*.deb
 
 # --- installing on a real host ---
@@ -170,7 +186,21 @@ HOST_LIB := $(PREFIX)/lib/zeropin/host.sh
 TOOLS    := scripts/zeropin-host:sbin/zeropin-host scripts/zeropin-domxml:bin/zeropin-domxml \
             scripts/zeropin-timeline:bin/zeropin-timeline
 
-install: module install-tools
+UNIT := zeropin.service
+# systemctl for this host's own install only (no DESTDIR, systemd running)
+ON_HOST_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]
+
+install: install-tools
+	@if [ -z "$(DESTDIR)" ] && command -v dkms >/dev/null; then \
+		$(MAKE) --no-print-directory dkms-install; \
+	else \
+		echo "make install: no dkms: the module goes into the kernel's extra/, unsigned (refused under Secure Boot) and not rebuilt at kernel upgrades; apt-get install dkms and make install again to fix both"; \
+		$(MAKE) --no-print-directory install-module; \
+	fi
+	if $(ON_HOST_SYSTEMD); then systemctl daemon-reload && systemctl enable $(UNIT); \
+	else echo "make install: enable $(UNIT) on the host (systemctl enable $(UNIT)): it sets the host up at every boot"; fi
+
+install-module: module
 	@[ -z "$(NO_HOST_KERNEL)" ] || { echo "make install: no build directory for the running kernel ($(shell uname -r)): install linux-headers-$(shell uname -r), or name one with KDIR= or KVER="; exit 1; }
 	@[ -n "$(KREL)" ] || { echo "make install: no kernel release in $(KDIR)"; exit 1; }
 	install -D -m 644 $(MODDIR)/kernel/zeropin.ko $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
@@ -196,6 +226,9 @@ install-tools:
 	[ -f $(DESTDIR)$(MODPROBEDIR)/zeropin.conf ] || install -D -m 644 scripts/systemd/zeropin.modprobe.conf $(DESTDIR)$(MODPROBEDIR)/zeropin.conf
 
 uninstall:
+	[ -n "$(DESTDIR)" ] || [ ! -x $(PREFIX)/sbin/zeropin-host ] || $(PREFIX)/sbin/zeropin-host restore-qemu-conf
+	if $(ON_HOST_SYSTEMD); then systemctl disable $(UNIT); fi
+	[ -n "$(DESTDIR)" ] || ! command -v dkms >/dev/null || ! dkms status zeropin 2>/dev/null | grep -q . || $(MAKE) --no-print-directory dkms-uninstall
 	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/zeropin
 	@for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/$${t#*:}; done

@@ -11,18 +11,20 @@
 # environment, the program's options.
 ZP_CONF="${ZP_CONF:-/etc/zeropin/zeropin.conf}"
 ZP_CONF_KEYS="ZEROPIN_MOUNT ZEROPIN_MOUNT_SIZE ZEROPIN_MOUNT_MODE ZEROPIN_POOL_MIB
-ZEROPIN_RUN_BUILD ZEROPIN_MODULE ZEROPIN_DEVICES ZEROPIN_HOOK_WAIT_S ZEROPIN_QEMU_CONF"
+ZEROPIN_RUN_BUILD ZEROPIN_MODULE ZEROPIN_DEVICES ZEROPIN_HOOK_WAIT_S ZEROPIN_QEMU_CONF
+ZEROPIN_ALLOW_UNCONFINED"
 
 zp_conf_defaults() {
 	ZEROPIN_MOUNT=/run/zeropin		# where zeropinfs is mounted
 	ZEROPIN_MOUNT_SIZE=""			# mount's size= (empty: half of RAM)
-	ZEROPIN_MOUNT_MODE=0755			# mount's mode=
+	ZEROPIN_MOUNT_MODE=0711			# mount's mode= (QEMUs traverse, never list)
 	ZEROPIN_POOL_MIB=""			# pool target, MiB (empty: leave it)
 	ZEROPIN_RUN_BUILD=""			# 1 GiB runs, 1 or 0 (empty: leave it)
 	ZEROPIN_MODULE=""			# a zeropin.ko to insmod (empty: modprobe)
 	ZEROPIN_DEVICES=""			# PCI addresses or vendor:device for vfio-pci
 	ZEROPIN_HOOK_WAIT_S=1			# hook: longest wait for zeroed memory, s
 	ZEROPIN_QEMU_CONF=/etc/libvirt/qemu.conf
+	ZEROPIN_ALLOW_UNCONFINED=0		# 1: setup goes on with QEMU unconfined
 }
 
 # Is $1 one of the configuration's keys? (No subshell: the hook runs in
@@ -81,6 +83,8 @@ zp_conf_check() {
 		ZP_CONF_ERROR="ZEROPIN_HOOK_WAIT_S=$ZEROPIN_HOOK_WAIT_S: want a number of seconds"
 	[ -z "$ZEROPIN_POOL_MIB" ] || [[ "$ZEROPIN_POOL_MIB" =~ ^[0-9]+$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_POOL_MIB=$ZEROPIN_POOL_MIB: want a number of MiB"
+	[[ "$ZEROPIN_ALLOW_UNCONFINED" =~ ^[01]$ ]] ||
+		ZP_CONF_ERROR="ZEROPIN_ALLOW_UNCONFINED=$ZEROPIN_ALLOW_UNCONFINED: want 0 or 1"
 	[[ "$ZEROPIN_RUN_BUILD" =~ ^[01]?$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_RUN_BUILD=$ZEROPIN_RUN_BUILD: want 1 (build 1 GiB runs) or 0"
 	[[ "$ZEROPIN_MOUNT_MODE" =~ ^[0-7]{3,4}$ ]] ||
@@ -162,9 +166,14 @@ zp_is_zeropinfs() {
 	[ "$(stat -f -c %t -- "$1" 2>/dev/null)" = "$ZEROPINFS_MAGIC" ]
 }
 
+# The mount's flags: guest RAM files are data, never programs, device
+# nodes or set-id files (a QEMU that got write access to a folder there
+# could otherwise plant one).
+ZP_MOUNT_FLAGS=nosuid,nodev,noexec
+
 # Mount zeropinfs on $ZEROPIN_MOUNT unless it is there already.
 zp_mount() {
-	local opts="mode=$ZEROPIN_MOUNT_MODE"
+	local opts="$ZP_MOUNT_FLAGS,mode=$ZEROPIN_MOUNT_MODE"
 	zp_is_zeropinfs "$ZEROPIN_MOUNT" && return 0
 	[ -n "$ZEROPIN_MOUNT_SIZE" ] && opts="size=$ZEROPIN_MOUNT_SIZE,$opts"
 	mkdir -p -- "$ZEROPIN_MOUNT"
@@ -250,6 +259,30 @@ zp_qemu_identity() {
 	echo "${val:-$ZP_LIBVIRT_DEFAULT_QEMU_ID}"
 }
 ZP_LIBVIRT_DEFAULT_QEMU_ID=libvirt-qemu
+
+# The libvirt daemon that reads qemu.conf: virtqemud where the modular
+# daemons run (Debian 13's default, socket-activated), else libvirtd
+# (Debian 12). Printed, for the messages that say what to restart.
+zp_libvirt_daemon() {
+	if [ -e /run/libvirt/virtqemud-sock ] || { [ -d /run/systemd/system ] &&
+		systemctl -q is-enabled virtqemud.socket virtqemud.service 2>/dev/null; }; then
+		echo virtqemud
+	else
+		echo libvirtd
+	fi
+}
+
+# "systemctl restart DAEMON" for the libvirt daemon in use (running VMs
+# keep running across it).
+zp_libvirt_restart_hint() {
+	echo "systemctl restart $(zp_libvirt_daemon)"
+}
+
+# Where setup keeps what it replaced in qemu.conf: its path, the folder
+# written, the line replaced, the value it held ("unset"), one a line.
+# The hook reads it to tell a qemu.conf that lost zeropin's setting (a
+# libvirt upgrade whose maintainer's file was taken).
+ZP_QEMU_CONF_SAVED="${ZP_STATE_DIR:-/var/lib/zeropin}/qemu-conf"
 
 # Convert an amount in a libvirt unit to MiB (rounded up).
 zp_to_mib() {

@@ -545,27 +545,37 @@ test_systemd_unit() {
 	cp /lib/systemd/system/systemd-modules-load.service "$r/lib/systemd/system/" 2>/dev/null || true
 	out=$(systemd-analyze verify --man=no --root="$r" "$r/lib/systemd/system/zeropin.service" 2>&1) || rc=$?
 	grep -q '^Before=.*libvirtd.service.*virtqemud.service' "$r/lib/systemd/system/zeropin.service" || rc=1
+	# item 37.1/37.3: no stop action (a shutdown or an upgrade tears
+	# nothing down), a start that cannot hold libvirt back for ever
+	! grep -q '^ExecStop' "$r/lib/systemd/system/zeropin.service" || { rc=1; out="$out ExecStop;"; }
+	grep -q '^TimeoutStartSec=[1-9]' "$r/lib/systemd/system/zeropin.service" || { rc=1; out="$out no TimeoutStartSec;"; }
+	grep -q '^After=.*apparmor.service' "$r/lib/systemd/system/zeropin.service" || { rc=1; out="$out not after apparmor;"; }
 	if [ "$rc" = 0 ] && [ -z "$out" ]; then
-		ok "systemd: zeropin.service verifies (systemd-analyze) and runs before libvirtd and virtqemud"
+		ok "systemd: zeropin.service verifies (systemd-analyze), runs before libvirtd and virtqemud, after AppArmor, bounded by TimeoutStartSec, and has no stop action"
 	else
 		not_ok "systemd: zeropin.service" "exit $rc: $out"
 	fi
 }
 
 test_install_tools() {
-	local p="$TMP/prefix" out rc=0
+	local p="$TMP/prefix" out rc=0 saved="$TMP/qemu.conf.install"
+	cp "$TMP/qemu.conf" "$saved"
 	make -s -C "$ROOT" install-tools PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
 		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" >/dev/null 2>&1 || rc=$?
 	out=$("$p/hooks/zeropin" vm1 prepare begin <"$TMP/anon.xml" 2>&1) || rc=$?
 	"$p/usr/sbin/zeropin-host" --help | grep -q USAGE || rc=1
 	[ -f "$p/etc/zeropin.conf" ] && [ -f "$p/modprobe.d/zeropin.conf" ] || rc=1
 	grep -q "^ExecStart=$p/usr/sbin/zeropin-host setup$" "$p/systemd/zeropin.service" || rc=1
+	# uninstall first gives libvirt's memory_backing_dir back (the sandbox's
+	# qemu.conf points at the sandbox's mount, with no record of setup's)
 	make -s -C "$ROOT" uninstall PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
 		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" KDIR=/nonexistent >/dev/null 2>&1 || rc=$?
 	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] &&
 		[ ! -e "$p/systemd/zeropin.service" ] || rc=1
+	grep -q memory_backing_dir "$TMP/qemu.conf" && out="$out uninstall left memory_backing_dir in qemu.conf"
+	cp "$saved" "$TMP/qemu.conf"
 	if [ "$rc" = 0 ] && [ -z "$out" ]; then
-		ok "install: make install-tools under a prefix works there, make uninstall removes it"
+		ok "install: make install-tools under a prefix works there, make uninstall removes it and gives libvirt's memory_backing_dir back"
 	else
 		not_ok "install: make install-tools / uninstall" "exit $rc: $out"
 	fi
@@ -591,6 +601,15 @@ test_deb_packages() {
 	for m in /etc/zeropin/zeropin.conf /etc/modprobe.d/zeropin.conf /etc/libvirt/hooks/qemu.d/zeropin; do
 		echo "$out" | grep -qxF "$m" || bad="$bad conffile:$m"
 	done
+	# an upgrade neither stops nor restarts zeropin.service (item 37.1); the
+	# removal gives qemu.conf back (37.2); versioned for this suite
+	for m in preinst postinst prerm postrm; do
+		dpkg-deb --ctrl-tarfile "$ROOT"/build/deb/zeropin-tools_*.deb | tar -xO "./$m" 2>/dev/null |
+			grep -q 'deb-systemd-invoke' && bad="$bad $m-invokes-systemd"
+	done
+	dpkg-deb --ctrl-tarfile "$ROOT"/build/deb/zeropin-tools_*.deb | tar -xO ./prerm | grep -q 'restore-qemu-conf' || bad="$bad prerm"
+	v=$(. /etc/os-release && echo "$VERSION_ID")
+	dpkg-deb -f "$ROOT"/build/deb/zeropin-tools_*.deb Version | grep -qE "^[0-9.]+-[0-9]+\+deb$v\$" || bad="$bad version"
 	v=$(ls "$r/root/usr/src")
 	v=${v#zeropin-}
 	if ! command -v dkms >/dev/null; then
@@ -629,6 +648,180 @@ test_memlock_report() {
 	fi
 }
 
+# Two domains whose names share libvirt's 20-character short name: the
+# stop of one checks its own RAM folder (ID-NAME, the id its prepare
+# recorded), never the running other's; without a record, the other's
+# id is read from libvirt's status file. Its own leftover is still a leak.
+test_release_matches_exact_id() {
+	local st="$TMP/hs" run="$TMP/librun" q="$TMP/mnt/libvirt/qemu" a=tenant-a-gpu-worker-01 rc1=0 rc2=0 rc3=0 out
+	rm -rf "$st" "$run" && mkdir -p "$st/reserved" "$run" "$q/5-tenant-a-gpu-worker-" "$q/6-tenant-a-gpu-worker-"
+	touch "$q/6-tenant-a-gpu-worker-/pc.ram" "$run/tenant-a-gpu-worker-02.pid"
+	printf "<domstatus state='running' reason='booted' pid='99'>\n  <domain type='kvm' id='6'>\n" >"$run/tenant-a-gpu-worker-02.xml"
+	echo "2048 5" >"$st/reserved/$a"
+	ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc1=$?
+	ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc2=$?
+	touch "$q/5-tenant-a-gpu-worker-/pc.ram"
+	echo "2048 5" >"$st/reserved/$a"
+	out=$(ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" 2>&1) || rc3=$?
+	if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ -f "$q/6-tenant-a-gpu-worker-/pc.ram" ] && [ "$rc3" != 0 ] &&
+		echo "$out" | grep -q "5-tenant-a-gpu-worker-/pc.ram" && ! echo "$out" | grep -q "6-tenant"; then
+		ok "hook: the stop of tenant-a-gpu-worker-01 checks its own RAM folder by id, not the running -02's (recorded id, or libvirt's status files)"
+	else
+		not_ok "hook: release matches the domain's folder by id" "recorded: exit $rc1; from status files: exit $rc2; own leftover: exit $rc3: $out"
+	fi
+	rm -rf "$TMP/mnt/libvirt" "$st" "$run"
+}
+
+# <hugepages/> with <source type='file'/>: libvirt puts the RAM on
+# hugetlbfs, so the hook neither reserves room on zeropinfs nor refuses.
+test_file_hugepages_domain_passes() {
+	sed "s|<source type='file'/>|<hugepages/><source type='file'/>|" "$TMP/zeropin.xml" >"$TMP/filehuge.xml"
+	run_hook "$TMP/filehuge.xml" prepare begin
+	if grep -q '<hugepages/><source type=.file./>' "$TMP/filehuge.xml" && [ "$RC" = 0 ] && [ -z "$OUT" ]; then
+		ok "hook: a file-backed <hugepages/> domain (its RAM on hugetlbfs) passes untouched"
+	else
+		not_ok "hook: a file-backed hugepages domain passes" "exit $RC: $OUT"
+	fi
+}
+
+# setup had pointed memory_backing_dir at the mount (its record), and the
+# file lost the setting (a libvirt upgrade's qemu.conf taken): a
+# file-backed domain is refused, saying why, instead of starting with its
+# RAM on disk; with no record, nothing is refused.
+test_lost_qemu_conf_refused() {
+	local st="$TMP/zs" rc_rec=0 out rc_none=0
+	rm -rf "$st" && mkdir -p "$st"
+	echo '# the maintainer'"'"'s qemu.conf' >"$TMP/fresh-qemu.conf"
+	printf '%s\n%s\n%s\n%s\n' "$TMP/fresh-qemu.conf" "$TMP/mnt" "" unset >"$st/qemu-conf"
+	out=$(ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || rc_rec=$?
+	rm -f "$st/qemu-conf"
+	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
+	if [ "$rc_rec" != 0 ] && echo "$out" | grep -q "not zeropin's mount .*zeropin-host setup --edit-qemu-conf" && [ "$rc_none" = 0 ]; then
+		ok "hook: a qemu.conf that lost setup's memory_backing_dir refuses file-backed domains, saying so"
+	else
+		not_ok "hook: a lost memory_backing_dir" "with setup's record: exit $rc_rec: $out; without: exit $rc_none"
+	fi
+}
+
+# <seclabel type='none'/> runs QEMU unconfined: refused unless allowed.
+test_unconfined_domain_refused() {
+	local rc_allowed=0 out_allowed
+	sed "s|</domain>|<seclabel type='none'/></domain>|" "$TMP/zeropin.xml" >"$TMP/noseclabel.xml"
+	expect_hook_refuses "$TMP/noseclabel.xml" "runs its QEMU unconfined" "a domain with <seclabel type='none'/> is refused"
+	out_allowed=$(ZEROPIN_ALLOW_UNCONFINED=1 timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/noseclabel.xml" 2>&1) || rc_allowed=$?
+	if ! echo "$out_allowed" | grep -q unconfined; then
+		ok "hook: ZEROPIN_ALLOW_UNCONFINED=1 lets a <seclabel type='none'/> domain through"
+	else
+		not_ok "hook: ZEROPIN_ALLOW_UNCONFINED=1" "exit $rc_allowed: $out_allowed"
+	fi
+}
+
+# The stop lowers the target the start raised: to the base the first
+# raise kept, or to a domain still starting; ZEROPIN_POOL_MIB, when set,
+# is the base.
+test_release_lowers_target() {
+	local st="$TMP/ts" sys="$TMP/sysfs" got=""
+	rm -rf "$st" "$sys" && mkdir -p "$st/reserved" "$sys/pool"
+	echo 4096 >"$sys/pool/target_mib"
+	echo 1024 >"$st/target-base"
+	echo "2048 9" >"$st/reserved/starting"
+	touch "$st/reserved/starting"
+	ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1
+	got="$(cat "$sys/pool/target_mib")"
+	rm -f "$st/reserved/starting"
+	ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1
+	got="$got $(cat "$sys/pool/target_mib") $([ -e "$st/target-base" ] && echo kept || echo gone)"
+	echo 4096 >"$sys/pool/target_mib"
+	ZEROPIN_POOL_MIB=512 ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1
+	got="$got $(cat "$sys/pool/target_mib")"
+	if [ "$got" = "2048 1024 gone 512" ]; then
+		ok "hook: a stop lowers the pool's target to its base, or to a domain still starting"
+	else
+		not_ok "hook: a stop lowers the pool's target" "targets after the stops: '$got' (want '2048 1024 gone 512')"
+	fi
+}
+
+# setup refuses, changing nothing, where libvirt would run QEMU
+# unconfined; --allow-unconfined goes on with a warning; AppArmor on
+# with libvirt's profiles satisfies it. (The kernel's LSMs and the
+# profile folder are the test's own.)
+test_setup_requires_confinement() {
+	local sec="$TMP/secfs" aa="$TMP/aa" bad="" out
+	[ ! -d /sys/module/zeropin ] || { ok "zeropin-host: setup requires a security driver # SKIP zeropin is loaded on this host (setup would use it)"; return; }
+	rm -rf "$sec" "$aa" && mkdir -p "$sec" "$aa/libvirt"
+	printf 'security_driver = "none"\n' >"$TMP/sd-none.conf"
+	printf '# no security_driver: libvirt picks\n' >"$TMP/sd-auto.conf"
+	setup_out() { ZP_SECURITYFS="$sec" ZP_APPARMOR_D="$aa" ZP_SELINUXFS="$TMP/none" timeout 20 "$HOST" setup --qemu-conf "$@" 2>&1; }
+	out=$(setup_out "$TMP/sd-none.conf") && bad="$bad none-accepted"
+	echo "$out" | grep -q 'unconfined: .*security_driver = "none".*nothing was changed' && ! echo "$out" | grep -q 'cannot load' || bad="$bad none: $out;"
+	out=$(setup_out "$TMP/sd-auto.conf") && bad="$bad no-lsm-accepted"
+	echo "$out" | grep -q 'AppArmor off in the kernel' || bad="$bad no-lsm: $out;"
+	out=$(setup_out "$TMP/sd-none.conf" --allow-unconfined) || true
+	echo "$out" | grep -q 'warning: QEMU runs unconfined' && echo "$out" | grep -q 'cannot load zeropin.ko' || bad="$bad allowed: $out;"
+	mkdir -p "$sec/apparmor" && touch "$aa/libvirt/TEMPLATE.qemu" "$aa/usr.sbin.virtqemud"
+	out=$(setup_out "$TMP/sd-auto.conf") || true
+	echo "$out" | grep -q 'confines each QEMU with AppArmor' && echo "$out" | grep -q 'cannot load zeropin.ko' || bad="$bad apparmor: $out;"
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: setup refuses where QEMU would run unconfined, goes on with --allow-unconfined or AppArmor"
+	else
+		not_ok "zeropin-host: setup requires a security driver" "$bad"
+	fi
+}
+
+# A GPU the host still uses through DRM (a display server, a compute
+# client) or NVIDIA's node (nvidia-persistenced): host_use names it and
+# who holds it; once let go, nothing.
+test_host_use_sees_gpu_clients() {
+	local bad="" dev=0000:99:00.0 p1 p2 out
+	mkdir -p "$TMP/pci/$dev/drm/card7" "$TMP/dev/dri" "$TMP/nv/gpus/$dev"
+	: >"$TMP/dev/dri/card7"
+	: >"$TMP/dev/nvidia3"
+	printf 'Model:           NVIDIA H100\nDevice Minor:    3\n' >"$TMP/nv/gpus/$dev/information"
+	sleep 30 3<"$TMP/dev/dri/card7" &
+	p1=$!
+	use() { (ZP_PCI_SYSFS="$TMP/pci" ZP_DEV_DIR="$TMP/dev" ZP_NVIDIA_PROC="$TMP/nv" ZP_CONF=/nonexistent; . "$HOST"; host_use "$dev"); }
+	out=$(use)
+	[[ "$out" == "$TMP/dev/dri/card7 is open by $p1(sleep)" ]] || bad="$bad drm: '$out';"
+	kill "$p1"; wait "$p1" 2>/dev/null || true
+	sleep 30 4<"$TMP/dev/nvidia3" &
+	p2=$!
+	out=$(use)
+	[[ "$out" == "$TMP/dev/nvidia3 is open by $p2(sleep)" ]] || bad="$bad nvidia: '$out';"
+	kill "$p2"; wait "$p2" 2>/dev/null || true
+	out=$(use)
+	[ -z "$out" ] || bad="$bad free: '$out'"
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: a GPU held open through DRM or NVIDIA's node is in use by the host, and free once let go"
+	else
+		not_ok "zeropin-host: host_use sees GPU clients" "$bad"
+	fi
+}
+
+# restore-qemu-conf (the package's prerm, make uninstall): without a
+# record of setup's, a memory_backing_dir that still is the mount goes
+# (libvirt's default); one elsewhere stays.
+test_restore_without_record() {
+	local dir="$TMP/rr" bad=""
+	rm -rf "$dir" && mkdir -p "$dir"
+	bad=$(
+		# shellcheck source=../../scripts/zeropin-host
+		. "$HOST"
+		ZP_PROG=zeropin-host ZEROPIN_MOUNT=/run/zeropin-test QEMU_CONF_SAVED="$dir/none"
+		ZEROPIN_QEMU_CONF="$dir/qemu.conf"
+		printf '# qemu.conf\nmemory_backing_dir = "/run/zeropin-test"\nuser = "x"\n' >"$ZEROPIN_QEMU_CONF"
+		cmd_restore_qemu_conf >/dev/null 2>&1
+		[ -z "$(zp_backing_dir_setting)" ] && grep -q '^user = "x"$' "$ZEROPIN_QEMU_CONF" || echo "the mount's setting stayed: $(cat "$ZEROPIN_QEMU_CONF")"
+		printf 'memory_backing_dir = "/srv/ram"\n' >"$ZEROPIN_QEMU_CONF"
+		cmd_restore_qemu_conf >/dev/null 2>&1
+		[ "$(zp_backing_dir_setting)" = /srv/ram ] || echo "another folder was changed"
+	)
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: restore-qemu-conf removes a memory_backing_dir that still is the mount, keeps another"
+	else
+		not_ok "zeropin-host: restore-qemu-conf without a record" "$bad"
+	fi
+}
+
 main() {
 	sandbox
 	test_other_domain_passes
@@ -640,6 +833,11 @@ main() {
 	test_release_of_unmounted_passes
 	test_bad_config
 	test_release_finds_leftover_ram
+	test_release_matches_exact_id
+	test_file_hugepages_domain_passes
+	test_lost_qemu_conf_refused
+	test_unconfined_domain_refused
+	test_release_lowers_target
 	test_domxml_validates
 	test_domxml_escapes
 	test_domxml_uefi
@@ -650,6 +848,9 @@ main() {
 	test_qemu_conf_other_dir_needs_force
 	test_qemu_conf_saved_value_follows_setup
 	test_usage_errors
+	test_setup_requires_confinement
+	test_host_use_sees_gpu_clients
+	test_restore_without_record
 	test_timeline_reads_last_start
 	test_timeline_splits_firmware
 	test_install_tools
