@@ -10,8 +10,13 @@
 #                    from /usr, their library found; the XML validates
 #   setup_says_why   zeropin-host setup where no module is built for the
 #                    running kernel stops at the module, saying so
+#   upgrade_keeps_configuration  apt installs a newer build of both over
+#                    them: the admin's zeropin.conf kept, DKMS has the module
 #   remove_keeps_configuration  remove: the programs go, the configuration
-#                    and the hook stay (conffiles), the hook passes domains
+#                    and the hook stay (conffiles), the hook passes domains;
+#                    qemu.conf's memory_backing_dir goes back to what
+#                    zeropin-host setup found (no guest RAM on /run after
+#                    the next boot)
 #   purge_removes_everything    purge: the conffiles and /var/lib/zeropin go
 #
 # USAGE: tests/host/deb_install.sh      (root; the packages from make deb)
@@ -101,15 +106,60 @@ test_setup_says_why() {
 	fi
 }
 
+# A newer build of the same packages (the revision raised, as make deb
+# DEB_REVISION=N makes it), repacked from the ones under test.
+newer_debs() {
+	local d v
+	for d in "$CHROOT"/tmp/debs/zeropin-*.deb; do
+		rm -rf "$CHROOT/tmp/repack"
+		dpkg-deb -R "$d" "$CHROOT/tmp/repack" || return 1
+		v=$(sed -n 's/^Version: //p' "$CHROOT/tmp/repack/DEBIAN/control")
+		sed -i "s/^Version: .*/Version: ${v%%-*}-99${v#*-[0-9]*}/" "$CHROOT/tmp/repack/DEBIAN/control"
+		mkdir -p "$CHROOT/tmp/debs2"
+		dpkg-deb -b "$CHROOT/tmp/repack" "$CHROOT/tmp/debs2/" >/dev/null || return 1
+	done
+	rm -rf "$CHROOT/tmp/repack"
+}
+
+test_upgrade_keeps_configuration() {
+	local out rc=0 debs=() d before after
+	before=$(in_chroot dpkg-query -W -f '${Version}' zeropin-tools)
+	echo "ZEROPIN_HOOK_WAIT_S=3	# the admin's" >>"$CHROOT/etc/zeropin/zeropin.conf"
+	newer_debs || { not_ok "upgrade_keeps_configuration" "could not repack the packages"; return; }
+	for d in "$CHROOT"/tmp/debs2/zeropin-*.deb; do debs+=("/tmp/debs2/${d##*/}"); done
+	out=$(in_chroot apt-get install -y -q --no-install-recommends "${debs[@]}" 2>&1 </dev/null) || rc=$?
+	after=$(in_chroot dpkg-query -W -f '${Version}' zeropin-tools)
+	if [ "$rc" = 0 ] && [ "$after" != "$before" ] && dpkg --compare-versions "$after" gt "$before" &&
+		grep -q "^ZEROPIN_HOOK_WAIT_S=3" "$CHROOT/etc/zeropin/zeropin.conf" &&
+		in_chroot dkms status 2>/dev/null | grep -q '^zeropin/'; then
+		ok "upgrade_keeps_configuration"
+		echo "# $before -> $after"
+	else
+		not_ok "upgrade_keeps_configuration" "exit $rc, $before -> $after: $(echo "$out" | tail -n 10)"
+	fi
+}
+
 test_remove_keeps_configuration() {
-	local out rc=0 hook_rc=0
+	local out rc=0 hook_rc=0 qc="$CHROOT/etc/libvirt/qemu.conf"
+	# as zeropin-host setup --edit-qemu-conf leaves libvirt's qemu.conf
+	printf '# qemu.conf
+user = "libvirt-qemu"
+memory_backing_dir = "/run/zeropin"
+' >"$qc"
+	mkdir -p "$CHROOT/var/lib/zeropin"
+	printf '/etc/libvirt/qemu.conf
+/run/zeropin
+
+unset
+' >"$CHROOT/var/lib/zeropin/qemu-conf"
 	out=$(in_chroot apt-get remove -y -q zeropin-tools 2>&1) || rc=$?
 	in_chroot /etc/libvirt/hooks/qemu.d/zeropin vm1 prepare begin - <"$CHROOT/tmp/vm1.xml" >/dev/null 2>&1 || hook_rc=$?
 	if [ "$rc" = 0 ] && [ ! -e "$CHROOT/usr/sbin/zeropin-host" ] && [ -f "$CHROOT/etc/zeropin/zeropin.conf" ] &&
-		[ -f "$CHROOT/etc/libvirt/hooks/qemu.d/zeropin" ] && [ "$hook_rc" = 0 ]; then
+		[ -f "$CHROOT/etc/libvirt/hooks/qemu.d/zeropin" ] && [ "$hook_rc" = 0 ] &&
+		! grep -q memory_backing_dir "$qc" && grep -q '^user = "libvirt-qemu"$' "$qc"; then
 		ok "remove_keeps_configuration"
 	else
-		not_ok "remove_keeps_configuration" "exit $rc, the hook's $hook_rc: $(echo "$out" | tail -n 5)"
+		not_ok "remove_keeps_configuration" "exit $rc, the hook's $hook_rc; qemu.conf: $(tr '\n' ' ' <"$qc"): $(echo "$out" | tail -n 5)"
 	fi
 }
 
@@ -136,10 +186,11 @@ main() {
 	cp /etc/resolv.conf "$CHROOT/etc/resolv.conf" 2>/dev/null
 	in_chroot apt-get update -q >/dev/null 2>&1 || skip_all "apt-get update in the chroot failed: no registry"
 	echo "TAP version 13"
-	echo "1..5"
+	echo "1..6"
 	test_install
 	test_programs_run
 	test_setup_says_why
+	test_upgrade_keeps_configuration
 	test_remove_keeps_configuration
 	test_purge_removes_everything
 	[ "$FAILS" = 0 ]
