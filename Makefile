@@ -26,10 +26,13 @@
 #   make uninstall       undo make install (qemu.conf's memory_backing_dir
 #                        put back first)
 #   make dkms-install    a real host: install through DKMS (needs dkms)
+#   make repo            an apt repository of both suites' packages under
+#                        build/repo (scripts/make-repo, reprepro)
 #   make deb             Debian packages zeropin-dkms and zeropin-tools
 #                        (packaging/debian), checked by lintian; build/deb/;
 #                        versioned VERSION-DEB_REVISION+debN for the suite
-#                        of the machine that builds them (DEB_SUITE)
+#                        they are for; make deb DEBIAN=13: trixie's, built
+#                        in a trixie root, into build/deb-trixie/
 #
 # Every output lives under build/.
 
@@ -60,7 +63,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: deb all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
+.PHONY: deb repo all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
 
 all: module
 
@@ -149,30 +152,32 @@ dkms-uninstall:
 	-dkms remove zeropin/$(VERSION) --all
 	rm -rf $(DKMS_SRC)
 
-# Debian packages, built from a copy of the tree under build/deb (the
-# .debs land there), then checked by lintian: an error or a warning fails
-# the build.
-# Versioned for the suite they are built in, as Debian versions a
-# backport: 0.9.0-1+deb12 (bookworm) sorts below 0.9.0-1+deb13 (trixie),
-# so a host upgraded from 12 to 13 takes the newer build. DEB_REVISION
-# counts builds of one zeropin version (a fix to the packaging alone).
-DEB_SUITE    ?= $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_CODENAME)
-DEB_RELEASE  ?= $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_ID)
+# Debian packages (packaging/build-debs), checked by lintian of the suite
+# they are for: an error or a warning fails the build. Versioned for that
+# suite, as Debian versions a backport: 0.9.0-1+deb12 (bookworm) sorts
+# below 0.9.0-1+deb13 (trixie), so a host upgraded from 12 to 13 takes the
+# newer build. DEB_REVISION counts builds of one zeropin version (a fix to
+# the packaging alone). DEBIAN=12|13 builds for that release in its own
+# root (scripts/buildroot) when this machine runs another, into
+# build/deb-SUITE; the machine's own suite builds here, into build/deb.
+HOST_RELEASE := $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_ID)
+DEBIAN       ?= $(HOST_RELEASE)
+DEB_SUITE    := $(if $(filter 12,$(DEBIAN)),bookworm,$(if $(filter 13,$(DEBIAN)),trixie))
 DEB_REVISION ?= 1
-DEB_VERSION  := $(VERSION)-$(DEB_REVISION)+deb$(DEB_RELEASE)
-DEB_TREE := $(BUILD)/deb/zeropin-$(VERSION)
+DEB_VERSION  := $(VERSION)-$(DEB_REVISION)+deb$(DEBIAN)
+DEB_OUT      := $(BUILD)/deb$(if $(filter $(HOST_RELEASE),$(DEBIAN)),,-$(DEB_SUITE))
 deb:
-	@[ -n "$(DEB_SUITE)" ] && [ -n "$(DEB_RELEASE)" ] || { echo "make deb: no suite in /etc/os-release: set DEB_SUITE= and DEB_RELEASE= (e.g. trixie, 13)"; exit 1; }
+	@[ -n "$(DEB_SUITE)" ] || { echo "make deb: DEBIAN=$(DEBIAN): want 12 (bookworm) or 13 (trixie)"; exit 1; }
 	scripts/install-deps deb
-	rm -rf $(BUILD)/deb
-	mkdir -p $(DEB_TREE)
-	cp -r Kbuild LICENSE Makefile kernel scripts packaging $(DEB_TREE)/
-	cp -r packaging/debian $(DEB_TREE)/debian
-	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@SUITE@/$(DEB_SUITE)/' -e "s/@DATE@/$$(date -R)/" packaging/debian/changelog.in >$(DEB_TREE)/debian/changelog
-	rm $(DEB_TREE)/debian/changelog.in
-	cd $(DEB_TREE) && dpkg-buildpackage -us -uc -b >$(BUILD)/deb/build.log 2>&1 || { tail -n 30 $(BUILD)/deb/build.log; exit 1; }
-	lintian --fail-on error,warning $(BUILD)/deb/zeropin_$(DEB_VERSION)_*.changes
-	@ls $(BUILD)/deb/*.deb
+	packaging/build-debs $(DEB_OUT) $(DEB_VERSION) $(DEB_SUITE) $(if $(filter $(HOST_RELEASE),$(DEBIAN)),,--buildroot)
+
+# A local apt repository (scripts/make-repo) of both suites' packages,
+# each built as make deb builds it: a fleet installs and upgrades with apt.
+repo:
+	$(MAKE) --no-print-directory deb DEBIAN=12
+	$(MAKE) --no-print-directory deb DEBIAN=13
+	scripts/make-repo $(BUILD)/repo $(BUILD)/deb$(if $(filter 12,$(HOST_RELEASE)),,-bookworm) $(BUILD)/deb$(if $(filter 13,$(HOST_RELEASE)),,-trixie)
+	@echo "apt source: deb [trusted=yes] file:$(BUILD)/repo SUITE main (bookworm or trixie)"
 
 # --- installing on a real host ---
 PREFIX   ?= /usr/local

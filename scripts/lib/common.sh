@@ -98,3 +98,13 @@ check_series() {
 	*) die "unknown kernel series '$1' (supported: 6.12, 6.1, 6.12-debug)" ;;
 	esac
 }
+
+# The first Debian mirror this machine installs from (one-line or deb822
+# sources), e.g. http://deb.debian.org/debian; non-zero when there is none.
+debian_mirror() {
+	{
+		grep -hE '^deb\s+(\[[^]]*\]\s+)?https?://' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			sed -E 's/^deb\s+(\[[^]]*\]\s+)?(\S+).*/\2/'
+		grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{ print $2 }'
+	} | grep -m1 -E '/debian/?$' | sed 's|/$||'
+}

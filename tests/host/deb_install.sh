@@ -1,17 +1,21 @@
 #!/bin/bash
 # deb_install - zeropin's Debian packages installed as an operator installs
-# them: into a minimal Debian 12 made by debootstrap from the registry this
-# machine installs from, with apt resolving their dependencies; then what
-# an operator runs, remove and purge. Prints TAP.
+# them: into a minimal Debian of their suite (12 or 13) made by debootstrap
+# from the registry this machine installs from, with apt resolving their
+# dependencies; then what an operator runs, an upgrade, remove and purge.
+# Prints TAP.
 #
-#   install          apt installs zeropin-tools and zeropin-dkms; DKMS knows
-#                    the module; zeropin.service is neither enabled nor started
+#   install          apt installs zeropin-tools and zeropin-dkms by name from
+#                    a repository scripts/make-repo made (as a fleet does);
+#                    DKMS knows the module; zeropin.service is neither
+#                    enabled nor started
 #   programs_run     zeropin-host, zeropin-domxml and zeropin-timeline run
 #                    from /usr, their library found; the XML validates
 #   setup_says_why   zeropin-host setup where no module is built for the
 #                    running kernel stops at the module, saying so
-#   upgrade_keeps_configuration  apt installs a newer build of both over
-#                    them: the admin's zeropin.conf kept, DKMS has the module
+#   upgrade_keeps_configuration  a newer build of both in the repository,
+#                    apt upgrade takes it: the admin's zeropin.conf kept,
+#                    DKMS has the module
 #   remove_keeps_configuration  remove: the programs go, the configuration
 #                    and the hook stay (conffiles), the hook passes domains;
 #                    qemu.conf's memory_backing_dir goes back to what
@@ -19,26 +23,23 @@
 #                    the next boot)
 #   purge_removes_everything    purge: the conffiles and /var/lib/zeropin go
 #
-# USAGE: tests/host/deb_install.sh      (root; the packages from make deb)
+# USAGE: tests/host/deb_install.sh [SUITE]   (root; SUITE: bookworm or
+#        trixie [DEFAULT: this machine's]; the packages from make deb, or
+#        make deb DEBIAN=13 for trixie on a Debian 12 machine)
 # Skips when debootstrap is missing or the registry cannot be reached. The
-# chroot stays in build/deb-chroot for the next run (its base only; the
-# packages are installed afresh), so a run costs a download once.
+# chroot stays in build/deb-chroot/SUITE for the next run (its base only;
+# the packages are installed afresh), so a run costs a download once.
 set -u
 ROOT=$(CDPATH="" cd -- "$(dirname -- "$0")/../.." && pwd)
-DEBS="$ROOT/build/deb"
-CHROOT="$ROOT/build/deb-chroot/root"	# outside build/deb, which make deb empties
-BASE_TGZ="$ROOT/build/deb-chroot/base.tar"	# the debootstrapped base, reused
-TAP_PREFIX=deb
+. "$ROOT/scripts/lib/common.sh"
+HOST_SUITE=$(. /etc/os-release && echo "$VERSION_CODENAME")
+SUITE="${1:-$HOST_SUITE}"
+DEBS="$ROOT/build/deb"	# make deb's, for this machine's suite
+[ "$SUITE" = "$HOST_SUITE" ] || DEBS="$ROOT/build/deb-$SUITE"
+CHROOT="$ROOT/build/deb-chroot/$SUITE/root"	# outside build/deb, which make deb empties
+BASE_TGZ="$ROOT/build/deb-chroot/$SUITE/base.tar"	# the debootstrapped base, reused
+TAP_PREFIX="deb.$SUITE"
 . "$ROOT/tests/lib/tap.sh"
-
-# The first Debian mirror this machine installs from (one-line or deb822).
-mirror() {
-	{
-		grep -hE '^deb\s+(\[[^]]*\]\s+)?https?://' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-			sed -E 's/^deb\s+(\[[^]]*\]\s+)?(\S+).*/\2/'
-		grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{ print $2 }'
-	} | grep -m1 -E '/debian/?$'
-}
 
 in_chroot() {
 	timeout 600 chroot "$CHROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
@@ -57,17 +58,24 @@ make_chroot() {
 	if [ -s "$BASE_TGZ" ]; then
 		tar -xf "$BASE_TGZ" -C "$CHROOT" && return 0
 	fi
-	m=$(mirror)
+	m=$(debian_mirror)
 	[ -n "$m" ] || return 1
-	timeout 1200 debootstrap --variant=minbase bookworm "$CHROOT" "$m" >"${CHROOT%/*}/debootstrap.log" 2>&1 || return 1
+	timeout 1200 debootstrap --variant=minbase "$SUITE" "$CHROOT" "$m" >"${CHROOT%/*}/debootstrap.log" 2>&1 || return 1
 	tar -cf "$BASE_TGZ" -C "$CHROOT" .
+}
+
+# The packages in $1 (a folder in the chroot) into the chroot's zeropin
+# repository, and apt's lists updated.
+publish() {
+	"$ROOT/scripts/make-repo" "$CHROOT/srv/zeropin" "$CHROOT$1" >/dev/null 2>"${CHROOT%/*}/make-repo.log" &&
+		echo "deb [trusted=yes] file:/srv/zeropin $SUITE main" >"$CHROOT/etc/apt/sources.list.d/zeropin.list" &&
+		in_chroot apt-get update -q >/dev/null 2>&1
 }
 
 test_install() {
 	local out rc=0
-	local debs=() d
-	for d in "$CHROOT"/tmp/debs/zeropin-*.deb; do debs+=("/tmp/debs/${d##*/}"); done
-	out=$(in_chroot apt-get install -y -q --no-install-recommends "${debs[@]}" 2>&1) || rc=$?
+	publish /tmp/debs || { not_ok "install" "could not make the repository (scripts/make-repo)"; return; }
+	out=$(in_chroot apt-get install -y -q --no-install-recommends zeropin-tools zeropin-dkms 2>&1) || rc=$?
 	if [ "$rc" = 0 ] && in_chroot dkms status 2>/dev/null | grep -q '^zeropin/' &&
 		[ ! -e "$CHROOT/etc/systemd/system/multi-user.target.wants/zeropin.service" ] &&
 		[ -f "$CHROOT/lib/systemd/system/zeropin.service" ]; then
@@ -122,12 +130,11 @@ newer_debs() {
 }
 
 test_upgrade_keeps_configuration() {
-	local out rc=0 debs=() d before after
+	local out rc=0 before after
 	before=$(in_chroot dpkg-query -W -f '${Version}' zeropin-tools)
 	echo "ZEROPIN_HOOK_WAIT_S=3	# the admin's" >>"$CHROOT/etc/zeropin/zeropin.conf"
-	newer_debs || { not_ok "upgrade_keeps_configuration" "could not repack the packages"; return; }
-	for d in "$CHROOT"/tmp/debs2/zeropin-*.deb; do debs+=("/tmp/debs2/${d##*/}"); done
-	out=$(in_chroot apt-get install -y -q --no-install-recommends "${debs[@]}" 2>&1 </dev/null) || rc=$?
+	newer_debs && publish /tmp/debs2 || { not_ok "upgrade_keeps_configuration" "could not repack and publish the packages"; return; }
+	out=$(in_chroot apt-get upgrade -y -q 2>&1 </dev/null) || rc=$?
 	after=$(in_chroot dpkg-query -W -f '${Version}' zeropin-tools)
 	if [ "$rc" = 0 ] && [ "$after" != "$before" ] && dpkg --compare-versions "$after" gt "$before" &&
 		grep -q "^ZEROPIN_HOOK_WAIT_S=3" "$CHROOT/etc/zeropin/zeropin.conf" &&
@@ -178,10 +185,11 @@ test_purge_removes_everything() {
 main() {
 	[ "$(id -u)" = 0 ] || skip_all "needs root (chroot)"
 	command -v debootstrap >/dev/null || skip_all "no debootstrap (scripts/install-deps deb)"
-	ls "$DEBS"/zeropin-tools_*.deb "$DEBS"/zeropin-dkms_*.deb >/dev/null 2>&1 || skip_all "no packages (make deb)"
+	ls "$DEBS"/zeropin-tools_*.deb "$DEBS"/zeropin-dkms_*.deb >/dev/null 2>&1 || skip_all "no packages for $SUITE in $DEBS (make deb)"
 	trap cleanup EXIT
 	make_chroot || skip_all "debootstrap from the registry failed (see ${CHROOT%/*}/debootstrap.log)"
 	mkdir -p "$CHROOT/tmp/debs" && cp "$DEBS"/zeropin-*.deb "$CHROOT/tmp/debs/"
+	command -v reprepro >/dev/null || skip_all "no reprepro (scripts/install-deps deb)"
 	mount -t proc proc "$CHROOT/proc"
 	cp /etc/resolv.conf "$CHROOT/etc/resolv.conf" 2>/dev/null
 	in_chroot apt-get update -q >/dev/null 2>&1 || skip_all "apt-get update in the chroot failed: no registry"
