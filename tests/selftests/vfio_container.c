@@ -3,12 +3,14 @@
  * vfio_container - containers, groups and IOMMU domains: which driver a
  * container gets, what it reports (CHECK_EXTENSION, GET_INFO), two edu
  * devices in one container, a device that joins after mappings exist, a
- * second container, and everything unpinned when the last group leaves.
+ * second container, everything unpinned when the last group leaves, and
+ * dirty-page tracking refused by zeropin with the container still serving.
  * Each case runs against stock type1 and against zeropin, and once more
  * with zeropin giving every group its own IOMMU domain (share_domains=0),
  * which makes a joining device take the replay path.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -204,6 +206,36 @@ TEST_F(container, get_info_reports_iova_ranges_and_avail)
 	} else {
 		EXPECT_NE(NULL, vfio_info_cap(buf, VFIO_IOMMU_TYPE1_INFO_CAP_MIGRATION));
 	}
+	vfio_unmap(self->container, IOVA_BASE, BUF_SIZE);
+}
+
+/*
+ * A VFIO user that is not QEMU asks for dirty-page tracking (a migration
+ * tool, a user-space driver that checkpoints): with claim_type1v2 zeropin
+ * takes every type1v2 container on the host, so it must refuse cleanly
+ * (EOPNOTSUPP, the migration capability already absent from GET_INFO)
+ * and keep serving the container: its mapping still reaches RAM by DMA,
+ * and unmaps. type1 starts and stops tracking.
+ */
+TEST_F(container, dirty_tracking_refused_container_still_serves)
+{
+	struct vfio_iommu_type1_dirty_bitmap db = {
+		.argsz = sizeof(db), .flags = VFIO_IOMMU_DIRTY_PAGES_FLAG_START };
+	int ret;
+
+	edu_attach(&self->edu[0], self->container);
+	vfio_set_iommu(self->container, VFIO_TYPE1v2_IOMMU);
+	vfio_map(self->container, self->buf.addr, IOVA_BASE, BUF_SIZE);
+	ret = ioctl(self->container, VFIO_IOMMU_DIRTY_PAGES, &db);
+	if (variant->driver == DRIVER_ZEROPIN) {
+		EXPECT_EQ(-1, ret);
+		EXPECT_EQ(EOPNOTSUPP, errno);
+	} else {
+		EXPECT_EQ(0, ret);
+		db.flags = VFIO_IOMMU_DIRTY_PAGES_FLAG_STOP;
+		EXPECT_EQ(0, ioctl(self->container, VFIO_IOMMU_DIRTY_PAGES, &db));
+	}
+	edu_verify(&self->edu[0], self->buf.addr, IOVA_BASE, BUF_SIZE);
 	vfio_unmap(self->container, IOVA_BASE, BUF_SIZE);
 }
 
