@@ -157,7 +157,8 @@ dkms-uninstall:
 # suite, as Debian versions a backport: 0.9.0-1+deb12 (bookworm) sorts
 # below 0.9.0-1+deb13 (trixie), so a host upgraded from 12 to 13 takes the
 # newer build. DEB_REVISION counts builds of one zeropin version (a fix to
-# the packaging alone). DEBIAN=12|13 builds for that release in its own
+# the packaging alone); build both suites with the same one (make repo
+# does), or 0.9.0-2+deb12 would sort above 0.9.0-1+deb13. DEBIAN=12|13 builds for that release in its own
 # root (scripts/buildroot) when this machine runs another, into
 # build/deb-SUITE; the machine's own suite builds here, into build/deb.
 HOST_RELEASE := $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_ID)
@@ -192,11 +193,16 @@ TOOLS    := scripts/zeropin-host:sbin/zeropin-host scripts/zeropin-domxml:bin/ze
             scripts/zeropin-timeline:bin/zeropin-timeline
 
 UNIT := zeropin.service
-# systemctl for this host's own install only (no DESTDIR, systemd running)
-ON_HOST_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]
+# What only a host's own install does: DKMS, systemctl. Off with a DESTDIR,
+# or HOST_ACTIONS=0 (the tests install under a prefix of their own).
+HOST_ACTIONS ?= $(if $(DESTDIR),0,1)
+ON_HOST = [ "$(HOST_ACTIONS)" = 1 ]
+ON_HOST_SYSTEMD = $(ON_HOST) && [ -d /run/systemd/system ]
 
 install: install-tools
-	@if [ -z "$(DESTDIR)" ] && command -v dkms >/dev/null; then \
+	@! $(ON_HOST) || ! dpkg-query -W -f '$${Status}' zeropin-dkms 2>/dev/null | grep -q 'ok installed' || \
+		{ echo "make install: zeropin-dkms is installed from a package: upgrade it with apt (make repo), or remove it first"; exit 1; }
+	@if $(ON_HOST) && command -v dkms >/dev/null; then \
 		$(MAKE) --no-print-directory dkms-install; \
 	else \
 		echo "make install: no dkms: the module goes into the kernel's extra/, unsigned (refused under Secure Boot) and not rebuilt at kernel upgrades; apt-get install dkms and make install again to fix both"; \
@@ -230,10 +236,13 @@ install-tools:
 	chmod 644 $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
 	[ -f $(DESTDIR)$(MODPROBEDIR)/zeropin.conf ] || install -D -m 644 scripts/systemd/zeropin.modprobe.conf $(DESTDIR)$(MODPROBEDIR)/zeropin.conf
 
+# qemu.conf first (the installed zeropin-host, as configured: ZP_CONF and
+# ZP_STATE_DIR point it elsewhere), then the unit and DKMS on a host.
 uninstall:
 	[ -n "$(DESTDIR)" ] || [ ! -x $(PREFIX)/sbin/zeropin-host ] || $(PREFIX)/sbin/zeropin-host restore-qemu-conf
-	if $(ON_HOST_SYSTEMD); then systemctl disable $(UNIT); fi
-	[ -n "$(DESTDIR)" ] || ! command -v dkms >/dev/null || ! dkms status zeropin 2>/dev/null | grep -q . || $(MAKE) --no-print-directory dkms-uninstall
+	if $(ON_HOST_SYSTEMD) && [ -f $(SYSTEMDDIR)/$(UNIT) ]; then systemctl disable $(UNIT); fi
+	! $(ON_HOST) || ! command -v dkms >/dev/null || ! dkms status zeropin/$(VERSION) 2>/dev/null | grep -q . || \
+		dpkg-query -W -f '$${Status}' zeropin-dkms 2>/dev/null | grep -q 'ok installed' || $(MAKE) --no-print-directory dkms-uninstall
 	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/zeropin
 	@for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/$${t#*:}; done

@@ -272,10 +272,12 @@ zp_libvirt_daemon() {
 	fi
 }
 
-# "systemctl restart DAEMON" for the libvirt daemon in use (running VMs
-# keep running across it).
+# What to restart for a new memory_backing_dir, and when: libvirt removes
+# a stopping domain's RAM folder under the memory_backing_dir it read at
+# its start, so a domain with file-backed RAM that runs across the change
+# would leave its RAM file behind when it stops.
 zp_libvirt_restart_hint() {
-	echo "systemctl restart $(zp_libvirt_daemon)"
+	echo "systemctl restart $(zp_libvirt_daemon) once no domain with file-backed RAM runs (or reboot)"
 }
 
 # Where setup keeps what it replaced in qemu.conf: its path, the folder

@@ -53,6 +53,7 @@ sandbox() {
 		ZEROPIN_HOOK_WAIT_S=1
 	EOF
 	export ZP_CONF="$TMP/zeropin.conf"
+	export ZP_STATE_DIR="$TMP/state"	# setup's records: never this host's /var/lib/zeropin
 	"$DOMXML" --name vm1 --memory-mib 2048 --hostdev 0000:65:00.0 >"$TMP/zeropin.xml"
 	"$DOMXML" --name vm1 --memory-mib 2048 --anonymous >"$TMP/anon.xml"
 	"$DOMXML" --name vm1 --memory-mib 2048 --nova >"$TMP/nova.xml"
@@ -568,8 +569,10 @@ test_install_tools() {
 	grep -q "^ExecStart=$p/usr/sbin/zeropin-host setup$" "$p/systemd/zeropin.service" || rc=1
 	# uninstall first gives libvirt's memory_backing_dir back (the sandbox's
 	# qemu.conf points at the sandbox's mount, with no record of setup's)
+	# HOST_ACTIONS=0: this host's DKMS and systemd are not the test's; the
+	# sandbox's ZP_CONF and ZP_STATE_DIR keep zeropin-host on its files
 	make -s -C "$ROOT" uninstall PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
-		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" KDIR=/nonexistent >/dev/null 2>&1 || rc=$?
+		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" KDIR=/nonexistent HOST_ACTIONS=0 >/dev/null 2>&1 || rc=$?
 	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] &&
 		[ ! -e "$p/systemd/zeropin.service" ] || rc=1
 	grep -q memory_backing_dir "$TMP/qemu.conf" && out="$out uninstall left memory_backing_dir in qemu.conf"
@@ -663,11 +666,17 @@ test_release_matches_exact_id() {
 	touch "$q/5-tenant-a-gpu-worker-/pc.ram"
 	echo "2048 5" >"$st/reserved/$a"
 	out=$(ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" 2>&1) || rc3=$?
+	# libvirt cuts 20 characters, not bytes: a name of non-ASCII letters,
+	# the hook run as libvirt runs it (LC_ALL=C)
+	local u="ünïcödé-tenant-gpu-worker-01" rc4=0
+	mkdir -p "$q/7-ünïcödé-tenant-gpu-w" && touch "$q/7-ünïcödé-tenant-gpu-w/pc.ram"
+	echo "512 7" >"$st/reserved/$u"
+	LC_ALL=C ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$u" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc4=$?
 	if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ -f "$q/6-tenant-a-gpu-worker-/pc.ram" ] && [ "$rc3" != 0 ] &&
-		echo "$out" | grep -q "5-tenant-a-gpu-worker-/pc.ram" && ! echo "$out" | grep -q "6-tenant"; then
+		echo "$out" | grep -q "5-tenant-a-gpu-worker-/pc.ram" && ! echo "$out" | grep -q "6-tenant" && [ "$rc4" != 0 ]; then
 		ok "hook: the stop of tenant-a-gpu-worker-01 checks its own RAM folder by id, not the running -02's (recorded id, or libvirt's status files)"
 	else
-		not_ok "hook: release matches the domain's folder by id" "recorded: exit $rc1; from status files: exit $rc2; own leftover: exit $rc3: $out"
+		not_ok "hook: release matches the domain's folder by id" "recorded: exit $rc1; from status files: exit $rc2; own leftover: exit $rc3: $out; non-ASCII name's leftover: exit $rc4"
 	fi
 	rm -rf "$TMP/mnt/libvirt" "$st" "$run"
 }
@@ -694,10 +703,14 @@ test_lost_qemu_conf_refused() {
 	echo '# the maintainer'"'"'s qemu.conf' >"$TMP/fresh-qemu.conf"
 	printf '%s\n%s\n%s\n%s\n' "$TMP/fresh-qemu.conf" "$TMP/mnt" "" unset >"$st/qemu-conf"
 	out=$(ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || rc_rec=$?
+	# the admin chose another folder since: the admin's, not refused
+	echo 'memory_backing_dir = "/srv/ram"' >"$TMP/admin-qemu.conf"
+	printf '%s\n%s\n%s\n%s\n' "$TMP/admin-qemu.conf" "$TMP/mnt" "" unset >"$st/qemu-conf"
+	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/admin-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
 	rm -f "$st/qemu-conf"
 	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
 	if [ "$rc_rec" != 0 ] && echo "$out" | grep -q "not zeropin's mount .*zeropin-host setup --edit-qemu-conf" && [ "$rc_none" = 0 ]; then
-		ok "hook: a qemu.conf that lost setup's memory_backing_dir refuses file-backed domains, saying so"
+		ok "hook: a qemu.conf that lost setup's memory_backing_dir to libvirt's default refuses file-backed domains, saying so; one the admin pointed elsewhere does not"
 	else
 		not_ok "hook: a lost memory_backing_dir" "with setup's record: exit $rc_rec: $out; without: exit $rc_none"
 	fi
@@ -708,6 +721,8 @@ test_unconfined_domain_refused() {
 	local rc_allowed=0 out_allowed
 	sed "s|</domain>|<seclabel type='none'/></domain>|" "$TMP/zeropin.xml" >"$TMP/noseclabel.xml"
 	expect_hook_refuses "$TMP/noseclabel.xml" "runs its QEMU unconfined" "a domain with <seclabel type='none'/> is refused"
+	sed "s|</domain>|<seclabel type='none' model='dac'/><seclabel type='none' model='apparmor'/></domain>|" "$TMP/zeropin.xml" >"$TMP/noseclabel2.xml"
+	expect_hook_refuses "$TMP/noseclabel2.xml" "runs its QEMU unconfined" "a domain with AppArmor off behind a DAC <seclabel type='none'/> is refused"
 	out_allowed=$(ZEROPIN_ALLOW_UNCONFINED=1 timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/noseclabel.xml" 2>&1) || rc_allowed=$?
 	if ! echo "$out_allowed" | grep -q unconfined; then
 		ok "hook: ZEROPIN_ALLOW_UNCONFINED=1 lets a <seclabel type='none'/> domain through"
@@ -717,27 +732,32 @@ test_unconfined_domain_refused() {
 }
 
 # The stop lowers the target the start raised: to the base the first
-# raise kept, or to a domain still starting; ZEROPIN_POOL_MIB, when set,
-# is the base.
+# raise kept, or to the domains still starting (summed; one libvirt ran
+# `started begin` for no longer counts); ZEROPIN_POOL_MIB, when set, is
+# the base.
 test_release_lowers_target() {
 	local st="$TMP/ts" sys="$TMP/sysfs" got=""
 	rm -rf "$st" "$sys" && mkdir -p "$st/reserved" "$sys/pool"
-	echo 4096 >"$sys/pool/target_mib"
+	stop_vm1() { ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1; }
+	echo 8192 >"$sys/pool/target_mib"
 	echo 1024 >"$st/target-base"
-	echo "2048 9" >"$st/reserved/starting"
-	touch "$st/reserved/starting"
-	ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1
+	echo "2048 9" >"$st/reserved/starting1"
+	echo "1536 10" >"$st/reserved/starting2"
+	echo "4096 11" >"$st/reserved/running"
+	ZP_HOOK_STATE="$st" timeout 10 "$HOOK" running started begin - </dev/null
+	stop_vm1
 	got="$(cat "$sys/pool/target_mib")"
-	rm -f "$st/reserved/starting"
-	ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1
+	ZP_HOOK_STATE="$st" timeout 10 "$HOOK" starting1 started begin - </dev/null
+	ZP_HOOK_STATE="$st" timeout 10 "$HOOK" starting2 started begin - </dev/null
+	stop_vm1
 	got="$got $(cat "$sys/pool/target_mib") $([ -e "$st/target-base" ] && echo kept || echo gone)"
 	echo 4096 >"$sys/pool/target_mib"
-	ZEROPIN_POOL_MIB=512 ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1
+	ZEROPIN_POOL_MIB=512 stop_vm1
 	got="$got $(cat "$sys/pool/target_mib")"
-	if [ "$got" = "2048 1024 gone 512" ]; then
-		ok "hook: a stop lowers the pool's target to its base, or to a domain still starting"
+	if [ "$got" = "3584 1024 gone 512" ]; then
+		ok "hook: a stop lowers the pool's target to its base, or to the domains still starting"
 	else
-		not_ok "hook: a stop lowers the pool's target" "targets after the stops: '$got' (want '2048 1024 gone 512')"
+		not_ok "hook: a stop lowers the pool's target" "targets after the stops: '$got' (want '3584 1024 gone 512')"
 	fi
 }
 
@@ -758,11 +778,20 @@ test_setup_requires_confinement() {
 	echo "$out" | grep -q 'AppArmor off in the kernel' || bad="$bad no-lsm: $out;"
 	out=$(setup_out "$TMP/sd-none.conf" --allow-unconfined) || true
 	echo "$out" | grep -q 'warning: QEMU runs unconfined' && echo "$out" | grep -q 'cannot load zeropin.ko' || bad="$bad allowed: $out;"
+	# the profiles installed, libvirt's daemon profile not loaded (aa-disable,
+	# apparmor.service off): libvirt would not confine; then loaded
 	mkdir -p "$sec/apparmor" && touch "$aa/libvirt/TEMPLATE.qemu" "$aa/usr.sbin.virtqemud"
+	printf '/usr/bin/man (enforce)\nvirtqemud (complain)\n' >"$sec/apparmor/profiles"
+	out=$(setup_out "$TMP/sd-auto.conf") && bad="$bad not-loaded-accepted"
+	echo "$out" | grep -q 'daemon profile is not loaded in enforce mode' || bad="$bad not-loaded: $out;"
+	printf '/usr/bin/man (enforce)\nvirtqemud (enforce)\n' >"$sec/apparmor/profiles"
 	out=$(setup_out "$TMP/sd-auto.conf") || true
 	echo "$out" | grep -q 'confines each QEMU with AppArmor' && echo "$out" | grep -q 'cannot load zeropin.ko' || bad="$bad apparmor: $out;"
+	printf 'security_default_confined = 0   # 1 elsewhere\n' >"$TMP/sd-default.conf"
+	out=$(setup_out "$TMP/sd-default.conf") && bad="$bad default-unconfined-accepted"
+	echo "$out" | grep -q 'security_default_confined = 0' || bad="$bad default-unconfined: $out;"
 	if [ -z "$bad" ]; then
-		ok "zeropin-host: setup refuses where QEMU would run unconfined, goes on with --allow-unconfined or AppArmor"
+		ok "zeropin-host: setup refuses where QEMU would run unconfined (security_driver none, security_default_confined 0, no LSM, libvirt's profile not enforcing), goes on with --allow-unconfined or AppArmor enforcing"
 	else
 		not_ok "zeropin-host: setup requires a security driver" "$bad"
 	fi

@@ -414,6 +414,9 @@ main() {
 	# a kernel without AppArmor (the debug lab kernel): setup would refuse
 	# to run QEMU unconfined; the tests that need confinement skip there
 	[ -d /sys/kernel/security/apparmor ] || echo "ZEROPIN_ALLOW_UNCONFINED=1" >>"$CONF"
+	# libvirt's profiles loaded, as apparmor.service does at boot before
+	# zeropin.service: setup checks that libvirt will confine QEMU
+	lab-libvirtd apparmor || { echo "Bail out! libvirt's AppArmor profiles did not load"; exit 1; }
 	echo "TAP version 13"
 	echo "1..13"
 	test_setup_binds_devices_by_id_in_any_case
