@@ -15,6 +15,9 @@
 #   make check-debug     the same suite on the debug lab kernel (6.12 with
 #                        lockdep, KASAN, DEBUG_VM, kmemleak, fault
 #                        injection), built first if needed
+#   make check-host      a host's life from the packages in the Debian 13
+#                        lab host (scripts/lab-host): install, reboot, a
+#                        GPU VM, upgrade while it runs, remove, purge
 #   make bench           the benchmarks in the lab, both kernels
 #   make install         a real host: the host programs under PREFIX, the
 #                        libvirt hook and zeropin.service (enabled), the
@@ -63,7 +66,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: deb repo all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
+.PHONY: check-host deb repo all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
 
 all: module
 
@@ -128,6 +131,12 @@ check check-debug:
 
 demo:
 	scripts/demo/run
+
+# A host's whole life from the packages, in the Debian 13 lab host
+# (tests/host/host_lifecycle.sh; about 25 minutes, not yet in make check).
+check-host:
+	scripts/install-deps deb
+	tests/host/host_lifecycle.sh
 
 bench:
 	scripts/install-deps

@@ -40,6 +40,7 @@ CHROOT="$ROOT/build/deb-chroot/$SUITE/root"	# outside build/deb, which make deb 
 BASE_TGZ="$ROOT/build/deb-chroot/$SUITE/base.tar"	# the debootstrapped base, reused
 TAP_PREFIX="deb.$SUITE"
 . "$ROOT/tests/lib/tap.sh"
+. "$ROOT/tests/lib/debs.sh"
 
 in_chroot() {
 	timeout 600 chroot "$CHROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
@@ -114,26 +115,11 @@ test_setup_says_why() {
 	fi
 }
 
-# A newer build of the same packages (the revision raised, as make deb
-# DEB_REVISION=N makes it), repacked from the ones under test.
-newer_debs() {
-	local d v
-	for d in "$CHROOT"/tmp/debs/zeropin-*.deb; do
-		rm -rf "$CHROOT/tmp/repack"
-		dpkg-deb -R "$d" "$CHROOT/tmp/repack" || return 1
-		v=$(sed -n 's/^Version: //p' "$CHROOT/tmp/repack/DEBIAN/control")
-		sed -i "s/^Version: .*/Version: ${v%%-*}-99${v#*-[0-9]*}/" "$CHROOT/tmp/repack/DEBIAN/control"
-		mkdir -p "$CHROOT/tmp/debs2"
-		dpkg-deb -b "$CHROOT/tmp/repack" "$CHROOT/tmp/debs2/" >/dev/null || return 1
-	done
-	rm -rf "$CHROOT/tmp/repack"
-}
-
 test_upgrade_keeps_configuration() {
 	local out rc=0 before after
 	before=$(in_chroot dpkg-query -W -f '${Version}' zeropin-tools)
 	echo "ZEROPIN_HOOK_WAIT_S=3	# the admin's" >>"$CHROOT/etc/zeropin/zeropin.conf"
-	newer_debs && publish /tmp/debs2 || { not_ok "upgrade_keeps_configuration" "could not repack and publish the packages"; return; }
+	repack_newer "$CHROOT/tmp/debs" "$CHROOT/tmp/debs2" && publish /tmp/debs2 || { not_ok "upgrade_keeps_configuration" "could not repack and publish the packages"; return; }
 	out=$(in_chroot apt-get upgrade -y -q 2>&1 </dev/null) || rc=$?
 	after=$(in_chroot dpkg-query -W -f '${Version}' zeropin-tools)
 	if [ "$rc" = 0 ] && [ "$after" != "$before" ] && dpkg --compare-versions "$after" gt "$before" &&
