@@ -12,6 +12,7 @@ VM=g1		# the GPU VM: an edu passed through, RAM on zeropinfs
 VM_MIB=256
 POOL_MIB=256
 STATE=/root/lifecycle	# what a step leaves for a later one (QEMU's pid, srcversion)
+CONSOLE="/var/log/libvirt/qemu/$VM-console.log"	# the VM's serial port (not /tmp: a daemon's may be private)
 
 fail() { echo "lifecycle: $*" >&2; exit 1; }
 
@@ -75,15 +76,15 @@ vm_start() {
 	virsh -q undefine "$VM" >/dev/null 2>&1 || true
 	zeropin-domxml --name "$VM" --type qemu --memory-mib "$VM_MIB" --vcpus 1 --hostdev "$(edu_addr)" \
 		--kernel "/boot/vmlinuz-$(uname -r)" --cmdline 'console=ttyS0 panic=0' \
-		--console-log "/tmp/$VM-console.log" >"/tmp/$VM.xml"
-	rm -f "/tmp/$VM-console.log"
+		--console-log "$CONSOLE" >"/tmp/$VM.xml"
+	rm -f "$CONSOLE"
 	virsh -q define "/tmp/$VM.xml" >/dev/null
 	timeout 300 virsh -q start "$VM" || fail "virsh start: $(tail -n 3 "/var/log/libvirt/qemu/$VM.log")"
 	for ((i = 0; i < 600; i++)); do
-		grep -q 'Linux version' "/tmp/$VM-console.log" 2>/dev/null && break
+		grep -q 'Linux version' "$CONSOLE" 2>/dev/null && break
 		sleep 0.5
 	done
-	grep -q 'Linux version' "/tmp/$VM-console.log" 2>/dev/null || fail "no kernel line from $VM in 300 s"
+	grep -q 'Linux version' "$CONSOLE" 2>/dev/null || fail "no kernel line from $VM in 300 s"
 	ls /run/zeropin/libvirt/qemu/*-"$VM"/* >/dev/null 2>&1 || fail "$VM's RAM is not on zeropinfs"
 	cat "/run/libvirt/qemu/$VM.pid" >"$STATE/qemu.pid"
 	echo "$VM running (QEMU $(cat "$STATE/qemu.pid")), RAM $(ls /run/zeropin/libvirt/qemu/*-"$VM"/), zeropin pinned $(awk '$1 == "pages_pinned" { print $2 * 4 / 1024 }' /sys/kernel/debug/zeropin/iommu_counters 2>/dev/null) MiB"
