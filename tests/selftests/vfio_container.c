@@ -225,6 +225,7 @@ TEST_F(container, dirty_tracking_refused_container_still_serves)
 
 	edu_attach(&self->edu[0], self->container);
 	vfio_set_iommu(self->container, VFIO_TYPE1v2_IOMMU);
+	edu_get_device(&self->edu[0]);
 	vfio_map(self->container, self->buf.addr, IOVA_BASE, BUF_SIZE);
 	ret = ioctl(self->container, VFIO_IOMMU_DIRTY_PAGES, &db);
 	if (variant->driver == DRIVER_ZEROPIN) {
