@@ -65,7 +65,7 @@ make_packages() {
 	rm -rf "$WORK" && mkdir -p "$WORK"
 	make -s -C "$ROOT" deb DEBIAN=13 >"$WORK/deb.log" 2>&1 || { tail -n 5 "$WORK/deb.log"; return 1; }
 	cp -r "$ZP_BUILD/deb-$SUITE" "$WORK/v1"
-	repack_newer "$WORK/v1" "$WORK/v2" "host-lifecycle: the upgrade's module" || return 1
+	repack_newer "$WORK/v1" "$WORK/v2" "host-lifecycle upgrade" || return 1
 	"$ROOT/scripts/make-repo" "$WORK/repo" "$WORK/v1" 2>&1 | tail -n 1
 }
 

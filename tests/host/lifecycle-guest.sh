@@ -111,7 +111,7 @@ upgrade() {
 	grep -q ' /run/zeropin zeropinfs ' /proc/mounts || fail "zeropinfs unmounted by the upgrade"
 	[ "$(cat /sys/module/zeropin/srcversion)" = "$(cat "$STATE/old-srcversion")" ] || fail "the loaded module changed under the VM"
 	[ "$(modinfo -F srcversion zeropin)" != "$(cat "$STATE/old-srcversion")" ] || fail "DKMS did not build the new module"
-	echo "$before -> $after with $VM running; loaded module $(cat /sys/module/zeropin/srcversion), new on disk $(modinfo -F srcversion zeropin)"
+	echo "$before -> $after with $VM running; loaded module $(cat /sys/module/zeropin/srcversion), new on disk $(modinfo -F srcversion zeropin) ($(modinfo -F zeropin_build zeropin))"
 }
 
 new_module_loaded() {
