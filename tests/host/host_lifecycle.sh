@@ -1,5 +1,5 @@
 #!/bin/bash
-# host_lifecycle - a zeropin host's whole life as one test, in the Debian 13
+# host_lifecycle - a zeropin host's whole life as one test, in a Debian
 # lab host (scripts/lab-host: systemd on a persistent disk under TCG, the
 # lab's VT-d and edu devices): zeropin's .debs from an apt repository
 # (scripts/make-repo) installed, configured and the unit enabled, a reboot
@@ -11,16 +11,22 @@
 # /run, purge. One line per step; the last says "host-lifecycle: N steps
 # ok". The guest side of each step: tests/host/lifecycle-guest.sh.
 #
-# USAGE: tests/host/host_lifecycle.sh      (root; make check-host)
+# USAGE: tests/host/host_lifecycle.sh [SUITE]     (root; make check-host)
+#   SUITE  trixie (Debian 13) or bookworm (Debian 12)   [DEFAULT: trixie]
 #   about 25 minutes, most of it two DKMS builds and four boots under TCG
 set -u
 ROOT=$(CDPATH="" cd -- "$(dirname -- "$0")/../.." && pwd)
 . "$ROOT/scripts/lib/common.sh"
 . "$ROOT/tests/lib/debs.sh"
 LAB_HOST="$ROOT/scripts/lab-host"
-SUITE=trixie
-WORK="$ZP_BUILD/lifecycle"
-NAME=lifecycle
+SUITE="${1:-trixie}"
+case "$SUITE" in
+trixie) RELEASE=13 ;;
+bookworm) RELEASE=12 ;;
+*) echo "host-lifecycle: suite '$SUITE': want trixie or bookworm" >&2; exit 2 ;;
+esac
+WORK="$ZP_BUILD/lifecycle-$SUITE"
+NAME="lifecycle-$SUITE"
 STEP_TIMEOUT_S=1500	# the longest step: an apt upgrade with a DKMS build under TCG
 STEPS=0
 
@@ -63,8 +69,13 @@ finish() {
 # its turn.
 make_packages() {
 	rm -rf "$WORK" && mkdir -p "$WORK"
-	make -s -C "$ROOT" deb DEBIAN=13 >"$WORK/deb.log" 2>&1 || { tail -n 5 "$WORK/deb.log"; return 1; }
-	cp -r "$ZP_BUILD/deb-$SUITE" "$WORK/v1"
+	make -s -C "$ROOT" deb DEBIAN="$RELEASE" >"$WORK/deb.log" 2>&1 || { tail -n 5 "$WORK/deb.log"; return 1; }
+	# make deb's output: build/deb for this machine's release, else build/deb-SUITE
+	if [ "$(. /etc/os-release && echo "$VERSION_ID")" = "$RELEASE" ]; then
+		cp -r "$ZP_BUILD/deb" "$WORK/v1"
+	else
+		cp -r "$ZP_BUILD/deb-$SUITE" "$WORK/v1"
+	fi
 	repack_newer "$WORK/v1" "$WORK/v2" "host-lifecycle upgrade" || return 1
 	"$ROOT/scripts/make-repo" "$WORK/repo" "$WORK/v1" 2>&1 | tail -n 1
 }

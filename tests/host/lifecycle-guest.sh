@@ -32,7 +32,7 @@ edu_addr() {
 
 install() {
 	mkdir -p "$STATE"
-	echo "deb [trusted=yes] file:/srv/zeropin trixie main" >"$REPO_LIST"
+	echo "deb [trusted=yes] file:/srv/zeropin $(. /etc/os-release && echo "$VERSION_CODENAME") main" >"$REPO_LIST"
 	apt_zeropin update >/dev/null
 	DEBIAN_FRONTEND=noninteractive apt_zeropin install -y zeropin-dkms zeropin-tools >"$STATE/install.log" 2>&1 ||
 		fail "apt-get install: $(tail -n 5 "$STATE/install.log")"
@@ -59,6 +59,9 @@ configure() {
 check_up() {
 	local edu opts
 	edu=$(edu_addr)
+	# ssh answers before the boot is over: zeropin.service may still be
+	# starting (running or degraded once every start job is done)
+	timeout 300 systemctl is-system-running --wait >/dev/null 2>&1 || true
 	systemctl -q is-active zeropin.service || fail "zeropin.service: $(systemctl status zeropin.service 2>&1 | tail -n 5)"
 	opts=$(awk '$2 == "/run/zeropin" && $3 == "zeropinfs" { print $4 }' /proc/mounts)
 	[[ ",$opts," == *,nosuid,* && ",$opts," == *,nodev,* && ",$opts," == *,noexec,* ]] || fail "zeropinfs on /run/zeropin: '$opts'"
