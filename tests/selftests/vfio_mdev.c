@@ -4,7 +4,7 @@
  * sample, built from Debian's linux-source by scripts/lab-mdev) is not
  * zeropin's: its TYPE1v2 container falls through to stock type1 even with
  * claim_type1v2=1. Such a group cannot join a container zeropin already
- * serves (EINVAL; type1 would take it), which README documents.
+ * serves (EINVAL; type1 would take it), which docs/module.md documents.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -318,7 +318,7 @@ static int ram_check_zero(void *arg)
 #define UNEVICTABLE_COMPACT	"/proc/sys/vm/compact_unevictable_allowed"
 
 /* Page migrations that failed in one compaction of all memory; before
- * 6.11, with compaction of unevictable pages off, as README tells a host
+ * 6.11, with compaction of unevictable pages off, as docs/module.md tells a host
  * that may fall back to do. */
 static long compaction_failures(void)
 {
@@ -386,7 +386,7 @@ TEST_F_TIMEOUT(fragmented_host, vm_ram_falls_back_to_pages, 1200)
 	EXPECT_LT(0, in_pages);
 	/* compaction leaves the pages where they are, without unmapping them
 	 * pass after pass to fail to move them (6.11+: the module keeps it
-	 * off the mapping; before, the host setting README gives) */
+	 * off the mapping; before, the host setting docs/module.md gives) */
 	failed = compaction_failures();
 	TH_LOG("a compaction of all memory: %ld page migrations failed, with %ld fallback pages in files",
 	       failed, fb_all);

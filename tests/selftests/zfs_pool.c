@@ -478,7 +478,7 @@ TEST_F_TIMEOUT(fragmented, refill_never_reclaims_or_compacts_directly, 300)
 	pool_write("target_mib", 0);
 }
 
-/* zero_rate_mib is capped out of the box (the default README and
+/* zero_rate_mib is capped out of the box (the default docs/module.md and
  * modinfo give, chosen from real-hardware figures), holds the idle refill
  * to its rate (the time a refill takes is the contract here, not a speed
  * claim), the kthreads' zeroing time and their throttling are counted, 0
