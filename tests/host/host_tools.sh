@@ -826,6 +826,31 @@ test_host_use_sees_gpu_clients() {
 	fi
 }
 
+# teardown's check that nothing is in use: VFIO group 3 is not group 30
+# (a prefix is not a path), and a RAM file in a domain's folder under the
+# mount counts.
+test_node_users_exact() {
+	local bad="" p out
+	mkdir -p "$TMP/nu/vfio" "$TMP/nu/mnt/libvirt/qemu/1-vm"
+	: >"$TMP/nu/vfio/30"
+	: >"$TMP/nu/mnt/libvirt/qemu/1-vm/pc.ram"
+	sleep 30 3<"$TMP/nu/vfio/30" 4<"$TMP/nu/mnt/libvirt/qemu/1-vm/pc.ram" &
+	p=$!
+	users() { (ZP_CONF=/nonexistent; . "$HOST"; node_users "$1"); }
+	out=$(users "$TMP/nu/vfio/3")
+	[ -z "$out" ] || bad="$bad group 3: '$out';"
+	out=$(users "$TMP/nu/vfio/30")
+	[ "$out" = "$p(sleep)" ] || bad="$bad group 30: '$out';"
+	out=$(users "$TMP/nu/mnt/*")
+	[ "$out" = "$p(sleep)" ] || bad="$bad mount: '$out';"
+	kill "$p"; wait "$p" 2>/dev/null || true
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: who holds a VFIO group or the mount: the exact group (3 is not 30), any file under the mount"
+	else
+		not_ok "zeropin-host: node_users" "$bad"
+	fi
+}
+
 # restore-qemu-conf (the package's prerm, make uninstall): without a
 # record of setup's, a memory_backing_dir that still is the mount goes
 # (libvirt's default); one elsewhere stays.
@@ -879,6 +904,7 @@ main() {
 	test_usage_errors
 	test_setup_requires_confinement
 	test_host_use_sees_gpu_clients
+	test_node_users_exact
 	test_restore_without_record
 	test_timeline_reads_last_start
 	test_timeline_splits_firmware
