@@ -696,6 +696,46 @@ static int zfs_mkdir(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry
 	return ret;
 }
 
+/*
+ * A symlink, its target in i_link (simple_get_link() reads it, in RCU
+ * walks too: zfs_free_inode() frees it after a grace period). The libvirt
+ * hook links libvirt's RAM folder to the domain's own, which AppArmor
+ * resolves to a path naming the domain's profile (see the hook's
+ * premake_ram_folder()). The target is charged to the caller's memcg.
+ */
+static int zfs_symlink(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry,
+		       const char *symname)
+{
+	size_t len = strlen(symname) + 1;
+	struct inode *inode;
+
+	if (len > PAGE_SIZE)
+		return -ENAMETOOLONG;
+	inode = zfs_get_inode(dir->i_sb, dir, S_IFLNK | 0777);
+	if (!inode)
+		return -ENOSPC;
+	inode->i_link = kmemdup(symname, len, GFP_KERNEL_ACCOUNT);
+	if (!inode->i_link) {
+		iput(inode);
+		return -ENOMEM;
+	}
+	inode->i_op = &simple_symlink_inode_operations;
+	inode->i_fop = NULL;
+	inode->i_size = len - 1;
+	d_instantiate(dentry, inode);
+	dget(dentry);		/* pinned in the dcache, as on ramfs */
+	zp_inode_touch(dir);
+	return 0;
+}
+
+/* After the RCU grace period: a symlink's target (zfs_symlink()). */
+static void zfs_free_inode(struct inode *inode)
+{
+	if (S_ISLNK(inode->i_mode))
+		kfree(inode->i_link);
+	free_inode_nonrcu(inode);
+}
+
 /* Last reference to a file: its blocks leave the page cache. */
 static void zfs_evict_inode(struct inode *inode)
 {
@@ -798,6 +838,7 @@ static const struct inode_operations zfs_dir_iops = {
 	.link		= simple_link,
 	.unlink		= simple_unlink,
 	.mkdir		= zfs_mkdir,
+	.symlink	= zfs_symlink,
 	.rmdir		= simple_rmdir,
 	.rename		= simple_rename,
 	.setattr	= zfs_setattr,
@@ -1305,6 +1346,7 @@ static const struct super_operations zfs_sops = {
 	.statfs		= zfs_statfs,
 	.drop_inode	= generic_delete_inode,
 	.evict_inode	= zfs_evict_inode,
+	.free_inode	= zfs_free_inode,
 	.show_options	= zfs_show_options,
 };
 
@@ -1469,7 +1511,13 @@ int zp_zfs_init(void)
 	return register_filesystem(&zfs_type);
 }
 
+/*
+ * Every zeropinfs inode is freed by an RCU callback into this module
+ * (zfs_free_inode()): wait for the last of them before the module's code
+ * goes (free_module()'s synchronize_rcu() does not wait for callbacks).
+ */
 void zp_zfs_exit(void)
 {
 	unregister_filesystem(&zfs_type);
+	rcu_barrier();
 }

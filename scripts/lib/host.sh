@@ -285,6 +285,16 @@ zp_libvirt_restart_hint() {
 # The hook reads it to tell a qemu.conf that lost zeropin's setting (a
 # libvirt upgrade whose maintainer's file was taken).
 ZP_QEMU_CONF_SAVED="${ZP_STATE_DIR:-/var/lib/zeropin}/qemu-conf"
+# Each domain's own RAM folder under the mount is MOUNT/domains/PROFILE,
+# PROFILE being libvirt's AppArmor profile for the domain (libvirt-UUID):
+# zeropin-host setup writes the one rule that lets every domain's QEMU
+# open its own folder and no other (ZP_APPARMOR_RULE, included from
+# libvirt's QEMU abstraction); the libvirt hook makes the folders where
+# the rule names the mount (zeropin-host(8), the hook's --help).
+ZP_APPARMOR_D="${ZP_APPARMOR_D:-/etc/apparmor.d}"	# AppArmor's profiles, libvirt's among them
+ZP_SECURITYFS="${ZP_SECURITYFS:-/sys/kernel/security}"	# where the kernel shows its LSMs
+ZP_APPARMOR_RULE="$ZP_APPARMOR_D/abstractions/zeropin-qemu"
+ZP_DOMAINS_DIR=domains	# MOUNT/domains/libvirt-UUID: one per domain
 
 # Convert an amount in a libvirt unit to MiB (rounded up).
 zp_to_mib() {

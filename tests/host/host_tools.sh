@@ -710,6 +710,107 @@ test_release_matches_exact_id() {
 	rm -rf "$TMP/mnt/libvirt" "$st" "$run"
 }
 
+# The RAM folder the hook makes before libvirt (premake_ram_folder): where
+# setup's AppArmor rule for the mount is in force (AppArmor on, the rule
+# included from libvirt's abstraction), MOUNT/domains/libvirt-UUID with an
+# empty file per memory backend (pc.ram; ram-nodeN per NUMA cell), and
+# libvirt's MOUNT/libvirt/qemu/ID-NAME with a link to each; a stale folder
+# of links from a start that never got its release is replaced. Nothing
+# for a DIMM, a static seclabel, a rule naming another mount or not
+# included, AppArmor off. The release removes the domain's own folder even
+# when the domain is no longer the mount's (qemu.conf changed since).
+test_hook_premakes_ram_folder() {
+	local bad="" aa="$TMP/rf-aa" sec="$TMP/rf-sec" mnt="$TMP/rf-mnt" uuid=8f0c2a4e-1b2c-4d3e-9f00-0123456789ab xml
+	rm -rf "$aa" "$sec" "$mnt" && mkdir -p "$aa/abstractions/libvirt-qemu.d" "$sec/apparmor" "$mnt/libvirt/qemu"
+	printf '# zeropin\n"%s/domains/@{profile_name}/{,**}" rwk,\n' "$mnt" >"$aa/abstractions/zeropin-qemu"
+	printf '  include if exists <abstractions/libvirt-qemu.d>\n' >"$aa/abstractions/libvirt-qemu"
+	echo "include if exists <abstractions/zeropin-qemu>" >"$aa/abstractions/libvirt-qemu.d/zeropin"
+	xml=$(sed "1s|^<domain |<domain id='7' |; s|<name>vm1</name>|<name>vm1</name><uuid>$uuid</uuid>|" "$TMP/zeropin.xml")
+	# premake XML [release]: the sourced hook, the figures is_ours() would set
+	premake() {
+		(ZP_APPARMOR_D="$aa" ZP_SECURITYFS="$sec"; . "$HOOK"; XML="$1" DOMAIN=vm1 DOMAIN_ID=7 BACKING_DIR="$mnt" ZEROPIN_MOUNT="$mnt"
+			ZP_QC_user=root ZP_QC_group=root ZP_QC_security_driver=""
+			if [ "${2:-}" = release ]; then rm -rf "$mnt/libvirt/qemu/7-vm1"; release_own_folder; else premake_ram_folder; fi) 2>/dev/null
+	}
+	made() { [ "$(readlink "$mnt/libvirt/qemu/7-vm1/pc.ram" 2>/dev/null)" = "$mnt/domains/libvirt-$uuid/pc.ram" ]; }
+	premake "$xml"
+	made && [ -f "$mnt/domains/libvirt-$uuid/pc.ram" ] && [ ! -s "$mnt/domains/libvirt-$uuid/pc.ram" ] &&
+		[ "$(stat -c %a "$mnt/domains/libvirt-$uuid" "$mnt/libvirt/qemu/7-vm1" "$mnt/domains" | tr '\n' ' ')" = "700 700 711 " ] ||
+		bad="$bad plain: $(cd "$mnt" && find . -printf '%p %m %l; ')"
+	# libvirtd killed mid-start: the links stay, their targets go; the next start replaces them
+	rm -rf "$mnt/domains/libvirt-$uuid"
+	premake "$xml"
+	made && [ -f "$mnt/domains/libvirt-$uuid/pc.ram" ] || bad="$bad stale links not replaced;"
+	premake "$xml" release
+	[ ! -e "$mnt/domains/libvirt-$uuid" ] || bad="$bad release left $mnt/domains/libvirt-$uuid;"
+	premake "$(echo "$xml" | sed "s|<vcpu>2</vcpu>|<vcpu>2</vcpu><cpu><numa><cell id='0' cpus='0' memory='1' unit='GiB'/><cell id='1' cpus='1' memory='1' unit='GiB'/></numa></cpu>|")"
+	[ "$(ls "$mnt/libvirt/qemu/7-vm1" 2>/dev/null | tr '\n' ' ')" = "ram-node0 ram-node1 " ] || bad="$bad numa: $(ls "$mnt/libvirt/qemu/7-vm1" 2>&1);"
+	premake "$xml" release
+	for variant in dimm static; do
+		case "$variant" in
+		dimm) premake "$(echo "$xml" | sed "s|</devices>|<memory model='dimm'><target><size unit='MiB'>512</size><node>0</node></target></memory></devices>|")" ;;
+		static) premake "$(echo "$xml" | sed "s|</devices>|</devices><seclabel type='static' model='apparmor' relabel='no'><label>libvirt-x</label></seclabel>|")" ;;
+		esac
+		[ ! -e "$mnt/libvirt/qemu/7-vm1" ] || { bad="$bad $variant: made;"; rm -rf "$mnt/libvirt/qemu/7-vm1"; }
+	done
+	printf '  # nothing included\n' >"$aa/abstractions/libvirt-qemu"
+	premake "$xml"
+	[ ! -e "$mnt/libvirt/qemu/7-vm1" ] || { bad="$bad rule not included: made;"; rm -rf "$mnt/libvirt/qemu/7-vm1"; }
+	printf '  include if exists <abstractions/libvirt-qemu.d>\n' >"$aa/abstractions/libvirt-qemu"
+	rmdir "$sec/apparmor"
+	premake "$xml"
+	[ ! -e "$mnt/libvirt/qemu/7-vm1" ] || { bad="$bad AppArmor off: made;"; rm -rf "$mnt/libvirt/qemu/7-vm1"; }
+	mkdir "$sec/apparmor"
+	sed -i "s|$mnt/domains|/elsewhere/domains|" "$aa/abstractions/zeropin-qemu"
+	premake "$xml"
+	[ ! -e "$mnt/libvirt/qemu/7-vm1" ] || bad="$bad another mount's rule: made;"
+	if [ -z "$bad" ]; then
+		ok "hook: the RAM folder made before libvirt where setup's AppArmor rule is in force, a link per memory backend (pc.ram, ram-nodeN) into MOUNT/domains/libvirt-UUID, a stale one replaced, removed at the release; not for a DIMM, a static label, a rule not included or naming another mount, AppArmor off"
+	else
+		not_ok "hook: the RAM folder made before libvirt" "$bad"
+	fi
+	rm -rf "$aa" "$sec" "$mnt"
+}
+
+# setup's AppArmor rule: written once (a second setup changes nothing),
+# included from libvirt's abstraction.d (Debian 13's libvirt) or from the
+# local override (Debian 12's); restore-qemu-conf's removal takes the
+# include away first, then the rule.
+test_setup_apparmor_rule() {
+	local bad="" aa="$TMP/sr-aa" out
+	rule() {
+		(ZP_APPARMOR_D="$aa"; . "$HOST"; ZP_PROG=zeropin-host ZEROPIN_MOUNT=/run/zp-test CONFINED_BY=AppArmor
+			"$1" 2>/dev/null; echo "changed $CHANGED")
+	}
+	for variant in 13 12; do
+		rm -rf "$aa" && mkdir -p "$aa/abstractions"
+		if [ "$variant" = 13 ]; then
+			printf '  include if exists <abstractions/libvirt-qemu.d>\n' >"$aa/abstractions/libvirt-qemu"
+		else
+			printf '  #include <local/abstractions/libvirt-qemu>\n' >"$aa/abstractions/libvirt-qemu"
+		fi
+		out=$(rule setup_apparmor_rule)
+		[[ "$out" == *"changed 2" ]] && grep -qxF '"/run/zp-test/domains/@{profile_name}/{,**}" rwk,' "$aa/abstractions/zeropin-qemu" ||
+			bad="$bad $variant first: $out;"
+		if [ "$variant" = 13 ]; then
+			[ "$(cat "$aa/abstractions/libvirt-qemu.d/zeropin" 2>&1)" = "include if exists <abstractions/zeropin-qemu>" ] || bad="$bad 13: no .d include;"
+		else
+			grep -qxF "include if exists <abstractions/zeropin-qemu>" "$aa/local/abstractions/libvirt-qemu" || bad="$bad 12: no local include;"
+		fi
+		out=$(rule setup_apparmor_rule)
+		[[ "$out" == *"changed 0" ]] || bad="$bad $variant again: $out;"
+		out=$(rule remove_apparmor_rule)
+		[ ! -e "$aa/abstractions/zeropin-qemu" ] && [ ! -e "$aa/abstractions/libvirt-qemu.d/zeropin" ] &&
+			! grep -q zeropin "$aa/local/abstractions/libvirt-qemu" 2>/dev/null || bad="$bad $variant removal: $out;"
+	done
+	if [ -z "$bad" ]; then
+		ok "zeropin-host: setup writes the AppArmor rule for the hook's RAM folders once, included from libvirt's abstraction.d (13) or local override (12); restore-qemu-conf removes it"
+	else
+		not_ok "zeropin-host: the AppArmor rule" "$bad"
+	fi
+	rm -rf "$aa"
+}
+
 # <hugepages/> with <source type='file'/>: libvirt puts the RAM on
 # hugetlbfs, so the hook neither reserves room on zeropinfs nor refuses.
 test_file_hugepages_domain_passes() {
@@ -934,6 +1035,8 @@ main() {
 	test_setup_requires_confinement
 	test_host_use_sees_gpu_clients
 	test_node_users_exact
+	test_hook_premakes_ram_folder
+	test_setup_apparmor_rule
 	test_restore_without_record
 	test_timeline_reads_last_start
 	test_timeline_splits_firmware

@@ -148,7 +148,9 @@ purge() {
 	local left
 	left=$(ls -d /etc/zeropin /var/lib/zeropin /etc/libvirt/hooks/qemu.d/zeropin /usr/src/zeropin-* /var/lib/dkms/zeropin \
 		/etc/modprobe.d/zeropin.conf /usr/lib/systemd/system/zeropin.service /lib/systemd/system/zeropin.service \
-		/etc/systemd/system/multi-user.target.wants/zeropin.service 2>/dev/null || true)
+		/etc/systemd/system/multi-user.target.wants/zeropin.service /etc/apparmor.d/abstractions/zeropin-qemu \
+		/etc/apparmor.d/abstractions/libvirt-qemu.d/zeropin 2>/dev/null || true)
+	! grep -qs zeropin /etc/apparmor.d/local/abstractions/libvirt-qemu || left="$left the include in /etc/apparmor.d/local/abstractions/libvirt-qemu"
 	[ -z "$left" ] || fail "left behind: $left"
 	echo "nothing left"
 }

@@ -12,12 +12,15 @@
 #   qemu_runs_confined         as Debian runs it: QEMU as libvirt-qemu, in its
 #                              own AppArmor profile (enforce), its RAM file
 #                              on zeropinfs owned by libvirt-qemu
-#   start_skips_relabels       the hook made g1's hugetlbfs folder first:
-#                              libvirt did not relabel it (no reload of
-#                              g1's AppArmor profile for it)
+#   start_skips_relabels       the hook made g1's hugetlbfs folder and its
+#                              RAM folder first: libvirt relabelled neither
+#                              (g1's AppArmor profile loaded as often as an
+#                              anonymous-memory domain's)
 #   foreign_path_refused       a domain whose XML names a RAM file outside its
-#                              own folder on the mount does not start
-#                              (AppArmor): it cannot reach other domains' RAM
+#                              own folder on the mount (a new one in g1's,
+#                              g1's through its link, g1's file itself) does
+#                              not start (AppArmor): it cannot reach other
+#                              domains' RAM
 #   reservations_count_concurrent_starts  four prepare hooks at once on a
 #                              mount with room for three: three reserve, one
 #                              is refused with the hook's sentence
@@ -204,7 +207,7 @@ test_qemu_runs_confined() {
 	pid=$(cat /run/libvirt/qemu/g1.pid 2>/dev/null)
 	user=$(stat -c %U "/proc/$pid" 2>/dev/null)
 	label=$(cat "/proc/$pid/attr/current" 2>/dev/null | tr -d '\0')
-	ram=$(find /run/zeropin/libvirt/qemu -type f 2>/dev/null | head -n 1)
+	ram=$(find -L /run/zeropin/libvirt/qemu -type f 2>/dev/null | head -n 1)
 	owner=$(stat -c %U "$ram" 2>/dev/null)
 	if [ "$user" = libvirt-qemu ] && [[ "$label" =~ ^libvirt-[0-9a-f-]+\ \(enforce\)$ ]] && [ "$owner" = libvirt-qemu ]; then
 		ok "qemu_runs_confined"
@@ -213,52 +216,68 @@ test_qemu_runs_confined() {
 	fi
 }
 
-# A domain that names a RAM file of its own choosing in another domain's
-# RAM folder (running g1's, libvirt-qemu's own and 0700: the file modes
-# let any QEMU in), here through <qemu:commandline>: QEMU's profile allows
-# only its own folder, so the start fails, AppArmor says so in the kernel
-# log, and nothing is created there.
+# A domain that names a RAM file of its own choosing through
+# <qemu:commandline>: a new file in running g1's RAM folder (libvirt-qemu's
+# own and 0700: the file modes let any QEMU in), g1's RAM through the link
+# in that folder, and g1's RAM file itself in g1's own folder on the mount
+# (MOUNT/domains/libvirt-UUID, which the one AppArmor rule zeropin-host
+# setup wrote grants to g1's profile alone). QEMU's profile allows none of
+# them, so each start fails, AppArmor says so in the kernel log (naming
+# the path a link leads to), and nothing is created.
 test_foreign_path_refused() {
-	local out rc=0 dir steal denied
+	local out rc dir g1uuid steal real denied bad=""
 	[ -d /sys/kernel/security/apparmor ] || { ok "foreign_path_refused # SKIP no AppArmor in this kernel (the debug lab kernel's config)"; return; }
 	dir=$(find /run/zeropin/libvirt/qemu -maxdepth 1 -type d -name '*-g1' | head -n 1)
-	steal="$dir/stolen-ram"
-	zeropin-domxml --name f1 --type qemu --memory-mib 64 --vcpus 1 --anonymous --kernel /l2/vmlinux --console-log /tmp/f1-console.log \
-		--timeline --emulator /usr/bin/qemu-system-x86_64 >/tmp/f1.xml
-	# into --timeline's <qemu:commandline> (its namespace declared)
-	sed -i "s|  </qemu:commandline>|    <qemu:arg value='-object'/>\\n    <qemu:arg value='memory-backend-file,id=steal,size=2M,share=on,mem-path=$steal'/>\\n  </qemu:commandline>|" /tmp/f1.xml
-	out=$("${VIRSH[@]}" define /tmp/f1.xml 2>&1 && "${VIRSH[@]}" start f1 2>&1) || rc=$?
-	grep -q "mem-path=$steal" /var/log/libvirt/qemu/f1.log 2>/dev/null || out="QEMU was not given the path: $out"
-	denied=$(dmesg | grep 'apparmor="DENIED"' | grep -c "name=\"$steal\"")
-	if [ -n "$dir" ] && [ "$rc" != 0 ] && echo "$out" | grep -q "Permission denied" && [ ! -e "$steal" ] &&
-		[ "$denied" -gt 0 ] && ! echo "$out" | grep -q "not given the path"; then
+	g1uuid=$("${VIRSH[@]}" domuuid g1)
+	[ -n "$dir" ] || bad="no folder of g1's;"
+	for steal in "$dir/stolen-ram" "$dir/pc.ram" "/run/zeropin/domains/libvirt-$g1uuid/pc.ram"; do
+		real=$(readlink -f -- "$steal")
+		zeropin-domxml --name f1 --type qemu --memory-mib 64 --vcpus 1 --anonymous --kernel /l2/vmlinux --console-log /tmp/f1-console.log \
+			--timeline --emulator /usr/bin/qemu-system-x86_64 >/tmp/f1.xml
+		# into --timeline's <qemu:commandline> (its namespace declared)
+		sed -i "s|  </qemu:commandline>|    <qemu:arg value='-object'/>\\n    <qemu:arg value='memory-backend-file,id=steal,size=2M,share=on,mem-path=$steal'/>\\n  </qemu:commandline>|" /tmp/f1.xml
+		rc=0
+		out=$("${VIRSH[@]}" define /tmp/f1.xml 2>&1 && "${VIRSH[@]}" start f1 2>&1) || rc=$?
+		grep -q "mem-path=$steal" /var/log/libvirt/qemu/f1.log 2>/dev/null || bad="$bad $steal: QEMU was not given the path;"
+		denied=$(dmesg | grep 'apparmor="DENIED"' | grep -c "name=\"$real\"")
+		if [ "$rc" = 0 ] || ! echo "$out" | grep -q "Permission denied" || [ "$denied" = 0 ]; then
+			bad="$bad $steal ($real): exit $rc, $denied AppArmor denials: $out;"
+			"${VIRSH[@]}" destroy f1 >/dev/null 2>&1
+		fi
+		[ "$steal" != "$dir/stolen-ram" ] || [ ! -e "$steal" ] || bad="$bad $steal was created;"
+		"${VIRSH[@]}" undefine f1 >/dev/null 2>&1
+		[ "$steal" != "$dir/stolen-ram" ] || rm -f -- "$steal"
+	done
+	if [ -z "$bad" ]; then
 		ok "foreign_path_refused"
 	else
-		not_ok "foreign_path_refused" "g1's folder '$dir'; exit $rc, $steal $([ -e "$steal" ] && echo exists || echo absent), $denied AppArmor denials: $out"
-		"${VIRSH[@]}" destroy f1 >/dev/null 2>&1
+		not_ok "foreign_path_refused" "$bad"
 	fi
-	"${VIRSH[@]}" undefine f1 >/dev/null 2>&1
-	rm -f -- "$steal"
 }
 
 # libvirt's relabel of a folder it makes reloads the domain's AppArmor
 # profile with the folder added; for file-backed RAM it makes one on
-# every hugetlbfs mount too, which QEMU never opens. The hook made g1's
-# there first: libvirt did not add it to the profile's files, and g1's
-# start loaded the profile 5 times (the domain, its two private folders,
-# its master key, its RAM folder), not 6.
+# every hugetlbfs mount too, which QEMU never opens, and the RAM folder
+# on the mount. The hook made both first (the RAM folder holding a link
+# to g1's own RAM file, in the folder the one rule zeropin-host setup
+# wrote grants g1's profile): libvirt added neither to the profile's
+# files, and g1's start loaded the profile 4 times (the domain, its two
+# private folders, its master key), as an anonymous-memory domain's.
 test_start_skips_relabels() {
-	local uuid prof hp loads
+	local uuid prof hp ram loads link
 	[ -d /sys/kernel/security/apparmor ] || { ok "start_skips_relabels # SKIP no AppArmor in this kernel (the debug lab kernel's config)"; return; }
 	uuid=$("${VIRSH[@]}" domuuid g1)
 	prof="/etc/apparmor.d/libvirt/libvirt-$uuid"
 	hp=$(find /dev/hugepages/libvirt/qemu -maxdepth 1 -type d -name '*-g1' 2>/dev/null | head -n 1)
+	ram=$(find /run/zeropin/libvirt/qemu -maxdepth 1 -type d -name '*-g1' 2>/dev/null | head -n 1)
+	link=$(readlink "$ram/pc.ram" 2>/dev/null)
 	loads=$(dmesg | grep -c "apparmor=\"STATUS\" operation=\"profile_\(load\|replace\)\".* name=\"libvirt-$uuid\"")
-	if [ -n "$hp" ] && [ "$(stat -c %U:%a "$hp")" = libvirt-qemu:700 ] &&
-		! grep -q '/dev/hugepages' "$prof.files" && grep -q '/run/zeropin/libvirt/qemu/' "$prof.files" && [ "$loads" = 5 ]; then
+	if [ -n "$hp" ] && [ "$(stat -c %U:%a "$hp")" = libvirt-qemu:700 ] && [ "$(stat -c %U:%a "$ram")" = libvirt-qemu:700 ] &&
+		[ "$link" = "/run/zeropin/domains/libvirt-$uuid/pc.ram" ] && [ "$(stat -L -c %U:%a "$ram/pc.ram")" = libvirt-qemu:644 ] &&
+		! grep -q '/dev/hugepages\|/run/zeropin' "$prof.files" && [ "$loads" = 4 ]; then
 		ok "start_skips_relabels"
 	else
-		not_ok "start_skips_relabels" "hugetlbfs folder '$hp' ($(stat -c %U:%a "$hp" 2>&1)), $loads profile loads; files:
+		not_ok "start_skips_relabels" "hugetlbfs folder '$hp' ($(stat -c %U:%a "$hp" 2>&1)), RAM folder '$ram' ($(stat -c %U:%a "$ram" 2>&1)), its pc.ram -> '$link' ($(stat -L -c %U:%a "$ram/pc.ram" 2>&1)), $loads profile loads; files:
 $(grep 'zeropin\|hugepages' "$prof.files" 2>&1)"
 	fi
 }

@@ -157,6 +157,27 @@ TEST_F_TIMEOUT(module, load_unload_cycles, 600)
 	EXPECT_LT(free0 - FREE_SLACK_KB, free_memory_kb());
 }
 
+/* Unmount, then unload at once (as zeropin-host teardown does), with a
+ * file, a folder and a symlink on the mount: the kernel frees each inode
+ * by an RCU callback into the module (zfs_free_inode()), which must have
+ * run before the module's code goes (an oops in the kernel log otherwise,
+ * which the run's kernel-log check reports). */
+TEST_F(module, unload_right_after_umount)
+{
+	int i, fd;
+
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(0, __zeropin_load("pool_mib=4"));
+		zfs_mount(ZFS_MNT, "size=16M");
+		fd = zfs_create(ZFS_MNT "/f", SZ_2M);
+		close(fd);
+		ASSERT_EQ(0, mkdir(ZFS_MNT "/d", 0700));
+		ASSERT_EQ(0, symlink(ZFS_MNT "/f", ZFS_MNT "/d/link"));
+		zfs_umount(ZFS_MNT);
+		ASSERT_EQ(0, __zeropin_unload());
+	}
+}
+
 /* While a VFIO container is served by zeropin, with a mapping in it, the
  * module cannot go: unload is refused and the mapping still works; once
  * the container is closed it unloads. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * zfs_fs - zeropinfs as a filesystem: files, directories, sizes in whole
+ * zfs_fs - zeropinfs as a filesystem: files, directories, symlinks, sizes in whole
  * 2 MiB blocks, PMD-mapped folios, SIGBUS past EOF, hole punching,
  * copy-on-write private mappings, clear errnos for every bad option, size
  * and offset, memcg charging, and module unload refused while in use.
@@ -93,6 +93,66 @@ TEST_F(zfs, directories_rename_unlink)
 	ASSERT_EQ(0, unlink(ZFS_MNT "/d/g"));
 	ASSERT_EQ(0, rmdir(ZFS_MNT "/d/e"));
 	ASSERT_EQ(0, rmdir(ZFS_MNT "/d"));
+}
+
+/*
+ * Symlinks (the libvirt hook links libvirt's RAM folder to the domain's
+ * own): readlink gives the target back, a mapping opened through the link
+ * is the target's file, the link survives the target's rename as a
+ * dangling one, chown -h owns the link, and unlinking it leaves the
+ * target. The targets go with the mount (kmemleak's check after the run).
+ */
+TEST_F(zfs, symlinks_resolve_and_go)
+{
+	char buf[PATH_MAX], longname[PATH_MAX + 1];
+	struct stat st;
+	ssize_t n;
+	char *p;
+	int fd;
+
+	ASSERT_EQ(0, mkdir(ZFS_MNT "/own", 0700));
+	fd = zfs_create(ZFS_MNT "/own/pc.ram", SZ_2M);
+	p = mmap(NULL, SZ_2M, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 42;
+	ASSERT_EQ(0, munmap(p, SZ_2M));
+	close(fd);
+	ASSERT_EQ(0, symlink(ZFS_MNT "/own/pc.ram", ZFS_MNT "/link"));
+	n = readlink(ZFS_MNT "/link", buf, sizeof(buf));
+	ASSERT_EQ((ssize_t)strlen(ZFS_MNT "/own/pc.ram"), n);
+	EXPECT_EQ(0, memcmp(buf, ZFS_MNT "/own/pc.ram", n));
+	ASSERT_EQ(0, lstat(ZFS_MNT "/link", &st));
+	EXPECT_TRUE(S_ISLNK(st.st_mode));
+	EXPECT_EQ(n, st.st_size);
+	fd = open(ZFS_MNT "/link", O_RDWR);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, SZ_2M, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(42, p[0]);
+	munmap(p, SZ_2M);
+	close(fd);
+	ASSERT_EQ(0, lchown(ZFS_MNT "/link", 64055, 64055));
+	ASSERT_EQ(0, lstat(ZFS_MNT "/link", &st));
+	EXPECT_EQ(64055u, st.st_uid);
+	ASSERT_EQ(0, rename(ZFS_MNT "/own/pc.ram", ZFS_MNT "/own/moved"));
+	EXPECT_EQ(-1, open(ZFS_MNT "/link", O_RDWR));
+	EXPECT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, unlink(ZFS_MNT "/link"));
+	ASSERT_EQ(0, stat(ZFS_MNT "/own/moved", &st));
+	/* one past the longest target the syscall takes, and the longest */
+	memset(longname, 'x', sizeof(longname));
+	longname[PATH_MAX] = 0;
+	EXPECT_EQ(-1, symlink(longname, ZFS_MNT "/long"));
+	EXPECT_EQ(ENAMETOOLONG, errno);
+	longname[PATH_MAX - 1] = 0;
+	ASSERT_EQ(0, symlink(longname, ZFS_MNT "/long"));
+	ASSERT_EQ(0, lstat(ZFS_MNT "/long", &st));
+	EXPECT_EQ(PATH_MAX - 1, st.st_size);
+	n = readlink(ZFS_MNT "/long", buf, sizeof(buf));
+	EXPECT_EQ(PATH_MAX - 1, n);
+	ASSERT_EQ(0, unlink(ZFS_MNT "/long"));
+	ASSERT_EQ(0, unlink(ZFS_MNT "/own/moved"));
+	ASSERT_EQ(0, rmdir(ZFS_MNT "/own"));
 }
 
 TEST_F(zfs, write_read_back)
