@@ -702,6 +702,9 @@ static int zfs_mkdir(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry
  * hook links libvirt's RAM folder to the domain's own, which AppArmor
  * resolves to a path naming the domain's profile (see the hook's
  * premake_ram_folder()). The target is charged to the caller's memcg.
+ * Called by the VFS with dir's inode_lock held (exclusive), as ->mkdir;
+ * takes no lock of its own. On a failed kmemdup() the half-made inode is
+ * put: evict and zfs_free_inode() free nothing more (i_link is NULL).
  */
 static int zfs_symlink(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry,
 		       const char *symname)
@@ -728,7 +731,8 @@ static int zfs_symlink(zp_idmap_t *idmap, struct inode *dir, struct dentry *dent
 	return 0;
 }
 
-/* After the RCU grace period: a symlink's target (zfs_symlink()). */
+/* After the RCU grace period (an RCU callback: no lock, may not sleep):
+ * a symlink's target (zfs_symlink()), then the inode. */
 static void zfs_free_inode(struct inode *inode)
 {
 	if (S_ISLNK(inode->i_mode))
