@@ -30,6 +30,8 @@
 #                        the kernel's extra/ (KDIR's kernel: the running
 #                        one by default), saying what that lacks;
 #                        make install-tools: the programs and hook only
+#   make hook            the libvirt hook's compiled fast path (its #!
+#                        interpreter, scripts/libvirt/zeropin-libvirt-hook.c)
 #   make uninstall       undo make install (qemu.conf's memory_backing_dir
 #                        put back first)
 #   make dkms-install    a real host: install through DKMS (needs dkms)
@@ -70,7 +72,7 @@ MODDIR := $(BUILD)/module/$(TAG)
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
-.PHONY: check-host deb repo all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
+.PHONY: hook check-host deb repo all module install-module kernel-headers tests lab-userland qemu check check-debug bench demo clean dkms-install dkms-uninstall install install-tools uninstall
 
 all: module
 
@@ -204,6 +206,18 @@ repo:
 	scripts/make-repo $(BUILD)/repo $(BUILD)/deb$(if $(filter 12,$(HOST_RELEASE)),,-bookworm) $(BUILD)/deb$(if $(filter 13,$(HOST_RELEASE)),,-trixie)
 	@echo "apt source: deb [trusted=yes] file:$(BUILD)/repo SUITE main (bookworm or trixie)"
 
+# --- the libvirt hook's fast path ---
+# The installed hook's #! interpreter: it does a start's common cases
+# itself and hands the rest to the script (see its header). The build
+# flags are the caller's (dpkg-buildflags' in make deb).
+HOOK_BIN := $(BUILD)/hook/zeropin-libvirt-hook
+HOOK_SRC := scripts/libvirt/zeropin-libvirt-hook.c
+HOOK_WARN := -Wall -Wextra -Wformat=2 -Wshadow -Werror
+hook: $(HOOK_BIN)
+$(HOOK_BIN): $(HOOK_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(HOOK_WARN) $(or $(CFLAGS),-O2) $(CPPFLAGS) $(LDFLAGS) -o $@ $<
+
 # --- installing on a real host ---
 PREFIX   ?= /usr/local
 HOOKDIR  ?= /etc/libvirt/hooks/qemu.d
@@ -212,6 +226,7 @@ SYSTEMDDIR ?= /lib/systemd/system
 MODPROBEDIR ?= /etc/modprobe.d
 KREL     := $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
 HOST_LIB := $(PREFIX)/lib/zeropin/host.sh
+HOOK_INTERP := $(PREFIX)/lib/zeropin/zeropin-libvirt-hook
 # program:installed-path; each finds host.sh at HOST_LIB once installed
 TOOLS    := scripts/zeropin-host:sbin/zeropin-host scripts/zeropin-domxml:bin/zeropin-domxml \
             scripts/zeropin-timeline:bin/zeropin-timeline
@@ -241,15 +256,17 @@ install-module: module
 	install -D -m 644 $(MODDIR)/kernel/zeropin.ko $(DESTDIR)/lib/modules/$(KREL)/extra/zeropin.ko
 	[ -n "$(DESTDIR)" ] || depmod -a $(KREL)
 
-install-tools:
+install-tools: $(HOOK_BIN)
 	install -D -m 644 scripts/lib/host.sh $(DESTDIR)$(HOST_LIB)
+	install -D -m 755 $(HOOK_BIN) $(DESTDIR)$(HOOK_INTERP)
 	@for t in $(TOOLS); do \
 		src=$${t%%:*}; dst=$(DESTDIR)$(PREFIX)/$${t#*:}; \
 		echo "install $$src $$dst"; mkdir -p $$(dirname $$dst); \
 		sed 's|^ZP_HOST_LIB=.*|ZP_HOST_LIB=$(HOST_LIB)|' $$src > $$dst && chmod 755 $$dst || exit 1; \
 	done
 	mkdir -p $(DESTDIR)$(HOOKDIR)
-	sed 's|^ZP_HOST_LIB=.*|ZP_HOST_LIB=$(HOST_LIB)|' scripts/libvirt/qemu.d/zeropin > $(DESTDIR)$(HOOKDIR)/zeropin
+	sed -e '1s|^#!/bin/bash$$|#!$(HOOK_INTERP)|' -e 's|^ZP_HOST_LIB=.*|ZP_HOST_LIB=$(HOST_LIB)|' \
+		scripts/libvirt/qemu.d/zeropin > $(DESTDIR)$(HOOKDIR)/zeropin
 	chmod 755 $(DESTDIR)$(HOOKDIR)/zeropin
 	[ -f $(DESTDIR)$(CONFDIR)/zeropin.conf ] || install -D -m 644 scripts/zeropin.conf $(DESTDIR)$(CONFDIR)/zeropin.conf
 	install -d $(DESTDIR)$(PREFIX)/share/zeropin/bpftrace
@@ -267,7 +284,7 @@ uninstall:
 	if $(ON_HOST_SYSTEMD) && [ -f $(SYSTEMDDIR)/$(UNIT) ]; then systemctl disable $(UNIT); fi
 	! $(ON_HOST) || ! command -v dkms >/dev/null || ! dkms status zeropin/$(VERSION) 2>/dev/null | grep -q . || \
 		dpkg-query -W -f '$${Status}' zeropin-dkms 2>/dev/null | grep -q 'ok installed' || $(MAKE) --no-print-directory dkms-uninstall
-	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOKDIR)/zeropin $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
+	rm -f $(DESTDIR)$(HOST_LIB) $(DESTDIR)$(HOOK_INTERP) $(DESTDIR)$(HOOKDIR)/zeropin $(DESTDIR)$(SYSTEMDDIR)/zeropin.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/zeropin
 	@for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/$${t#*:}; done
 	-rmdir $(DESTDIR)$(PREFIX)/lib/zeropin 2>/dev/null
@@ -276,4 +293,4 @@ uninstall:
 	@echo "$(CONFDIR)/zeropin.conf and $(MODPROBEDIR)/zeropin.conf kept (remove them by hand)"
 
 clean:
-	rm -rf $(BUILD)/module $(BUILD)/tests $(BUILD)/lab
+	rm -rf $(BUILD)/module $(BUILD)/tests $(BUILD)/lab $(BUILD)/hook

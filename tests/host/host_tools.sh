@@ -9,6 +9,10 @@
 set -eu
 ROOT=$(CDPATH="" cd -- "$(dirname -- "$0")/../.." && pwd)
 HOOK="$ROOT/scripts/libvirt/qemu.d/zeropin"
+# ZP_HOOK_FRONT=PROGRAM: run the hook through its compiled fast path, as
+# the kernel does for the installed hook's #! line (make check: both ways)
+HOOK_RUN=("$HOOK")
+[ -z "${ZP_HOOK_FRONT:-}" ] || HOOK_RUN=("$ZP_HOOK_FRONT" "$HOOK")
 DOMXML="$ROOT/scripts/zeropin-domxml"
 HOST="$ROOT/scripts/zeropin-host"
 TMP=$(mktemp -d)
@@ -34,7 +38,7 @@ run_hook() {
 	local start end
 	start=$(date +%s%N)
 	RC=0
-	OUT=$(timeout 10 "$HOOK" vm1 "$2" "$3" - <"$1" 2>&1) || RC=$?
+	OUT=$(timeout 10 "${HOOK_RUN[@]}" vm1 "$2" "$3" - <"$1" 2>&1) || RC=$?
 	end=$(date +%s%N)
 	MS=$(((end - start) / 1000000))
 }
@@ -143,11 +147,11 @@ test_release_of_unmounted_passes() {
 test_bad_config() {
 	local out_ours rc_ours=0 out_memfd rc_memfd=0
 	sed 's/^ZEROPIN_HOOK_WAIT_S=1$/ZEROPIN_NO_SUCH_KEY=1/' "$TMP/zeropin.conf" >"$TMP/bad.conf"
-	out_ours=$(ZP_CONF="$TMP/bad.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || rc_ours=$?
+	out_ours=$(ZP_CONF="$TMP/bad.conf" timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || rc_ours=$?
 	sed "s|<source type='file'/>|<source type='memfd'/>|" "$TMP/zeropin.xml" >"$TMP/memfd.xml"
 	sed "s|<source type='file'/>|<hugepages/>|" "$TMP/zeropin.xml" >"$TMP/huge.xml"
-	out_memfd=$(ZP_CONF="$TMP/bad.conf" PATH=/nonexistent:/usr/bin:/bin timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/memfd.xml" 2>&1) || rc_memfd=$?
-	out_memfd="$out_memfd$(ZP_CONF="$TMP/bad.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/huge.xml" 2>&1)" || rc_memfd=$?
+	out_memfd=$(ZP_CONF="$TMP/bad.conf" PATH=/nonexistent:/usr/bin:/bin timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/memfd.xml" 2>&1) || rc_memfd=$?
+	out_memfd="$out_memfd$(ZP_CONF="$TMP/bad.conf" timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/huge.xml" 2>&1)" || rc_memfd=$?
 	if [ "$rc_ours" != 0 ] && echo "$out_ours" | grep -q "unknown setting ZEROPIN_NO_SUCH_KEY" &&
 		[ "$rc_memfd" = 0 ] && [ -z "$out_memfd" ]; then
 		ok "hook: a broken configuration stops zeropin's domains with the reason, and passes memfd and hugepages domains"
@@ -164,9 +168,9 @@ test_release_finds_leftover_ram() {
 	local rc_leak=0 rc_other=0 out
 	mkdir -p "$TMP/mnt/libvirt/qemu/3-vm1" "$TMP/mnt/libvirt/qemu/4-vm10"
 	touch "$TMP/mnt/libvirt/qemu/4-vm10/pc.ram"
-	timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_other=$?
+	timeout 10 "${HOOK_RUN[@]}" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_other=$?
 	touch "$TMP/mnt/libvirt/qemu/3-vm1/pc.ram"
-	out=$(timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" 2>&1) || rc_leak=$?
+	out=$(timeout 10 "${HOOK_RUN[@]}" vm1 release end - <"$TMP/zeropin.xml" 2>&1) || rc_leak=$?
 	rm -rf "$TMP/mnt/libvirt"
 	if [ "$rc_other" = 0 ] && [ "$rc_leak" != 0 ] && echo "$out" | grep -q "3-vm1/pc.ram"; then
 		ok "hook: release/end reports the domain's leftover guest RAM, and only the domain's"
@@ -422,7 +426,7 @@ test_usage_errors() {
 	echo "ZEROPIN_RUN_BUILD=on" >"$TMP/runs.conf"
 	ZP_CONF="$TMP/runs.conf" "$HOST" status 2>&1 | grep -q 'ZEROPIN_RUN_BUILD=on: want 1' ||
 		bad="$bad host-bad-run-build-conf"
-	"$HOOK" >/dev/null 2>&1 && bad="$bad hook-no-arguments"
+	"${HOOK_RUN[@]}" >/dev/null 2>&1 && bad="$bad hook-no-arguments"
 	for p in "$HOOK" "$DOMXML" "$HOST"; do
 		"$p" --help | grep -q "USAGE" || bad="$bad $(basename "$p")-help"
 	done
@@ -593,6 +597,9 @@ test_install_tools() {
 	make -s -C "$ROOT" install-tools PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
 		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" >/dev/null 2>&1 || rc=$?
 	out=$("$p/hooks/zeropin" vm1 prepare begin <"$TMP/anon.xml" 2>&1) || rc=$?
+	# the hook runs through its fast path, installed beside host.sh
+	[ "$(head -n 1 "$p/hooks/zeropin")" = "#!$p/usr/lib/zeropin/zeropin-libvirt-hook" ] &&
+		[ -x "$p/usr/lib/zeropin/zeropin-libvirt-hook" ] || { rc=1; out="$out hook's #! line;"; }
 	"$p/usr/sbin/zeropin-host" --help | grep -q USAGE || rc=1
 	[ -f "$p/etc/zeropin.conf" ] && [ -f "$p/modprobe.d/zeropin.conf" ] || rc=1
 	grep -q "^ExecStart=$p/usr/sbin/zeropin-host setup$" "$p/systemd/zeropin.service" || rc=1
@@ -602,7 +609,7 @@ test_install_tools() {
 	# sandbox's ZP_CONF and ZP_STATE_DIR keep zeropin-host on its files
 	make -s -C "$ROOT" uninstall PREFIX="$p/usr" HOOKDIR="$p/hooks" CONFDIR="$p/etc" \
 		SYSTEMDDIR="$p/systemd" MODPROBEDIR="$p/modprobe.d" KDIR=/nonexistent HOST_ACTIONS=0 >/dev/null 2>&1 || rc=$?
-	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] &&
+	[ ! -e "$p/hooks/zeropin" ] && [ ! -e "$p/usr/sbin/zeropin-host" ] && [ ! -e "$p/usr/lib/zeropin" ] &&
 		[ ! -e "$p/systemd/zeropin.service" ] || rc=1
 	grep -q memory_backing_dir "$TMP/qemu.conf" && out="$out uninstall left memory_backing_dir in qemu.conf"
 	cp "$saved" "$TMP/qemu.conf"
@@ -626,6 +633,8 @@ test_deb_packages() {
 	[ -x "$r/root/usr/sbin/zeropin-host" ] && [ -x "$r/root/usr/bin/zeropin-domxml" ] || bad="$bad programs"
 	grep -q '^ExecStart=/usr/sbin/zeropin-host setup$' "$r/root/lib/systemd/system/zeropin.service" || bad="$bad unit"
 	grep -q '^ZP_HOST_LIB=/usr/lib/zeropin/host.sh$' "$r/root/etc/libvirt/hooks/qemu.d/zeropin" || bad="$bad hook"
+	[ "$(head -n 1 "$r/root/etc/libvirt/hooks/qemu.d/zeropin")" = "#!/usr/lib/zeropin/zeropin-libvirt-hook" ] &&
+		[ -x "$r/root/usr/lib/zeropin/zeropin-libvirt-hook" ] || bad="$bad hook-interpreter"
 	for m in man8/zeropin-host.8 man8/zeropin-timeline.8 man8/zeropin-libvirt-hook.8 man1/zeropin-domxml.1; do
 		zcat "$r/root/usr/share/man/$m.gz" 2>/dev/null | man -l - 2>/dev/null | grep -q USAGE || bad="$bad $m"
 	done
@@ -690,17 +699,17 @@ test_release_matches_exact_id() {
 	touch "$q/6-tenant-a-gpu-worker-/pc.ram" "$run/tenant-a-gpu-worker-02.pid"
 	printf "<domstatus state='running' reason='booted' pid='99'>\n  <domain type='kvm' id='6'>\n" >"$run/tenant-a-gpu-worker-02.xml"
 	echo "2048 5" >"$st/reserved/$a"
-	ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc1=$?
-	ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc2=$?
+	ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "${HOOK_RUN[@]}" "$a" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc1=$?
+	ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "${HOOK_RUN[@]}" "$a" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc2=$?
 	touch "$q/5-tenant-a-gpu-worker-/pc.ram"
 	echo "2048 5" >"$st/reserved/$a"
-	out=$(ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$a" release end - <"$TMP/zeropin.xml" 2>&1) || rc3=$?
+	out=$(ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "${HOOK_RUN[@]}" "$a" release end - <"$TMP/zeropin.xml" 2>&1) || rc3=$?
 	# libvirt cuts 20 characters, not bytes: a name of non-ASCII letters,
 	# the hook run as libvirt runs it (LC_ALL=C)
 	local u="ünïcödé-tenant-gpu-worker-01" rc4=0
 	mkdir -p "$q/7-ünïcödé-tenant-gpu-w" && touch "$q/7-ünïcödé-tenant-gpu-w/pc.ram"
 	echo "512 7" >"$st/reserved/$u"
-	LC_ALL=C ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "$HOOK" "$u" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc4=$?
+	LC_ALL=C ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$run" timeout 10 "${HOOK_RUN[@]}" "$u" release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc4=$?
 	if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ -f "$q/6-tenant-a-gpu-worker-/pc.ram" ] && [ "$rc3" != 0 ] &&
 		echo "$out" | grep -q "5-tenant-a-gpu-worker-/pc.ram" && ! echo "$out" | grep -q "6-tenant" && [ "$rc4" != 0 ]; then
 		ok "hook: the stop of tenant-a-gpu-worker-01 checks its own RAM folder by id, not the running -02's (recorded id, or libvirt's status files)"
@@ -832,13 +841,13 @@ test_lost_qemu_conf_refused() {
 	rm -rf "$st" && mkdir -p "$st"
 	echo '# the maintainer'"'"'s qemu.conf' >"$TMP/fresh-qemu.conf"
 	printf '%s\n%s\n%s\n%s\n' "$TMP/fresh-qemu.conf" "$TMP/mnt" "" unset >"$st/qemu-conf"
-	out=$(ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || rc_rec=$?
+	out=$(ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/zeropin.xml" 2>&1) || rc_rec=$?
 	# the admin chose another folder since: the admin's, not refused
 	echo 'memory_backing_dir = "/srv/ram"' >"$TMP/admin-qemu.conf"
 	printf '%s\n%s\n%s\n%s\n' "$TMP/admin-qemu.conf" "$TMP/mnt" "" unset >"$st/qemu-conf"
-	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/admin-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
+	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/admin-qemu.conf" timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
 	rm -f "$st/qemu-conf"
-	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
+	ZP_STATE_DIR="$st" ZEROPIN_QEMU_CONF="$TMP/fresh-qemu.conf" timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc_none=$?
 	if [ "$rc_rec" != 0 ] && echo "$out" | grep -q "not zeropin's mount .*zeropin-host setup --edit-qemu-conf" && [ "$rc_none" = 0 ]; then
 		ok "hook: a qemu.conf that lost setup's memory_backing_dir to libvirt's default refuses file-backed domains, saying so; one the admin pointed elsewhere does not"
 	else
@@ -853,7 +862,7 @@ test_unconfined_domain_refused() {
 	expect_hook_refuses "$TMP/noseclabel.xml" "runs its QEMU unconfined" "a domain with <seclabel type='none'/> is refused"
 	sed "s|</domain>|<seclabel type='none' model='dac'/><seclabel type='none' model='apparmor'/></domain>|" "$TMP/zeropin.xml" >"$TMP/noseclabel2.xml"
 	expect_hook_refuses "$TMP/noseclabel2.xml" "runs its QEMU unconfined" "a domain with AppArmor off behind a DAC <seclabel type='none'/> is refused"
-	out_allowed=$(ZEROPIN_ALLOW_UNCONFINED=1 timeout 10 "$HOOK" vm1 prepare begin - <"$TMP/noseclabel.xml" 2>&1) || rc_allowed=$?
+	out_allowed=$(ZEROPIN_ALLOW_UNCONFINED=1 timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/noseclabel.xml" 2>&1) || rc_allowed=$?
 	if ! echo "$out_allowed" | grep -q unconfined; then
 		ok "hook: ZEROPIN_ALLOW_UNCONFINED=1 lets a <seclabel type='none'/> domain through"
 	else
@@ -868,17 +877,17 @@ test_unconfined_domain_refused() {
 test_release_lowers_target() {
 	local st="$TMP/ts" sys="$TMP/sysfs" got=""
 	rm -rf "$st" "$sys" && mkdir -p "$st/reserved" "$sys/pool"
-	stop_vm1() { ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "$HOOK" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1; }
+	stop_vm1() { ZP_SYSFS="$sys" ZP_HOOK_STATE="$st" ZP_LIBVIRT_RUN="$TMP/none" timeout 10 "${HOOK_RUN[@]}" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1; }
 	echo 8192 >"$sys/pool/target_mib"
 	echo 1024 >"$st/target-base"
 	echo "2048 9" >"$st/reserved/starting1"
 	echo "1536 10" >"$st/reserved/starting2"
 	echo "4096 11" >"$st/reserved/running"
-	ZP_HOOK_STATE="$st" timeout 10 "$HOOK" running started begin - </dev/null
+	ZP_HOOK_STATE="$st" timeout 10 "${HOOK_RUN[@]}" running started begin - </dev/null
 	stop_vm1
 	got="$(cat "$sys/pool/target_mib")"
-	ZP_HOOK_STATE="$st" timeout 10 "$HOOK" starting1 started begin - </dev/null
-	ZP_HOOK_STATE="$st" timeout 10 "$HOOK" starting2 started begin - </dev/null
+	ZP_HOOK_STATE="$st" timeout 10 "${HOOK_RUN[@]}" starting1 started begin - </dev/null
+	ZP_HOOK_STATE="$st" timeout 10 "${HOOK_RUN[@]}" starting2 started begin - </dev/null
 	stop_vm1
 	got="$got $(cat "$sys/pool/target_mib") $([ -e "$st/target-base" ] && echo kept || echo gone)"
 	echo 4096 >"$sys/pool/target_mib"

@@ -24,6 +24,9 @@
 #   reservations_count_concurrent_starts  four prepare hooks at once on a
 #                              mount with room for three: three reserve, one
 #                              is refused with the hook's sentence
+#   fast_path_matches_script   the hook's compiled fast path and the script
+#                              leave the same state after a prepare, a
+#                              started and a release (and the release none)
 #   destroy_leaves_nothing     virsh destroy: nothing pinned, no block in use, the
 #                              pool back to its target, the hook saw no leak
 #   hook_refuses_without_module  no zeropin.ko to load: the start is refused with
@@ -33,6 +36,8 @@
 #   nova_shaped_domain_starts  the memory backing Nova writes (immediate
 #                              allocation, discard) starts and stops cleanly,
 #                              after a teardown + setup while libvirtd ran
+#   zeropinfs_with_type1_starts  claim_type1v2=0: g1's RAM on zeropinfs,
+#                              mapped by the kernel's type1, no zeropin pin
 #   start_after_reboot         a simulated reboot (mount, module, /run gone):
 #                              what zeropin.service runs, then libvirtd, then
 #                              the domain starts, its RAM on zeropinfs
@@ -201,6 +206,60 @@ $(cat /tmp/r?.out)"
 # Debian's libvirt: QEMU as libvirt-qemu (dynamic ownership), confined by
 # the profile virt-aa-helper wrote for the domain; libvirt gave the RAM
 # folder on the mount to QEMU's user.
+# What a prepare, a started and a release of domain fp1 (libvirt's id 99,
+# its own UUID, 1 GiB: the pool's target raised; no wait for the
+# zeroing) leave on the host:
+# the reservation, the pool's target and its kept base, the hugetlbfs
+# and RAM folders with their modes, owners and links.
+fp_state() {
+	local st=/run/zeropin-hook
+	echo "reserved: $(cat "$st/reserved/fp1" 2>&1) started: $(ls "$st/started" 2>/dev/null | grep -x fp1)"
+	echo "target: $(pool target_mib) base: $(cat "$st/target-base" 2>/dev/null)"
+	find "/run/zeropin/domains/libvirt-$1" /run/zeropin/libvirt/qemu/99-fp1 /dev/hugepages/libvirt/qemu/99-fp1 \
+		-printf '%p %y %m %u:%g %l\n' 2>/dev/null | sort
+}
+
+# The hook's compiled fast path (its #! interpreter, as libvirt runs it)
+# does what the script does (bash HOOK, the reference): the same
+# prepare, started and release of fp1 through each leave the same state
+# (fp_state), and the release leaves nothing. The TAP comment gives each
+# prepare's wall time.
+test_fast_path_matches_script() {
+	local uuid=5eed0000-0000-4000-8000-00000000f9a1 xml=/tmp/fp1.xml way t0 t1 bad=""
+	local -A prepared released ms
+	zeropin-domxml --name fp1 --type qemu --memory-mib 1024 >"$xml"
+	# libvirt's XML for the hooks carries the domain's id and UUID
+	sed -i -e "1s/<domain /<domain id='99' /" -e "s|  <name>fp1</name>|&\n  <uuid>$uuid</uuid>|" "$xml"
+	for way in script fast; do
+		local run=("$HOOK")
+		[ "$way" = fast ] || run=(bash "$HOOK")
+		t0=$(date +%s%N)
+		ZEROPIN_HOOK_WAIT_S=0 timeout 30 "${run[@]}" fp1 prepare begin - <"$xml" >"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: prepare exit $?;"
+		t1=$(date +%s%N)
+		ms[$way]=$(((t1 - t0) / 1000000))
+		timeout 30 "${run[@]}" fp1 started begin - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: started exit $?;"
+		prepared[$way]=$(fp_state "$uuid")
+		timeout 30 "${run[@]}" fp1 release end - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: release exit $?;"
+		released[$way]=$(fp_state "$uuid")
+	done
+	[ "${prepared[script]}" = "${prepared[fast]}" ] || bad="$bad prepared state differs;"
+	[ "${released[script]}" = "${released[fast]}" ] || bad="$bad released state differs;"
+	echo "${prepared[fast]}" | grep -q "^/run/zeropin/domains/libvirt-$uuid/pc.ram f 644 libvirt-qemu:libvirt-qemu" &&
+		echo "${prepared[fast]}" | grep -q "^reserved: 1024 99 started: fp1" || bad="$bad not prepared;"
+	[ "$(echo "${released[fast]}" | grep -c /)" = 0 ] || bad="$bad folders left;"
+	if [ -z "$bad" ]; then
+		ok "fast_path_matches_script"
+		echo "# prepare of a 1 GiB zeropin domain: script ${ms[script]} ms, fast path ${ms[fast]} ms"
+	else
+		not_ok "fast_path_matches_script" "$bad
+script: ${prepared[script]}
+fast:   ${prepared[fast]}
+after release, script: ${released[script]}
+fast: ${released[fast]}
+$(cat /tmp/fp1-script.out /tmp/fp1-fast.out)"
+	fi
+}
+
 test_qemu_runs_confined() {
 	local pid user label ram owner
 	[ -d /sys/kernel/security/apparmor ] || { ok "qemu_runs_confined # SKIP no AppArmor in this kernel (the debug lab kernel's config)"; return; }
@@ -348,6 +407,33 @@ test_nova_shaped_domain_starts() {
 	fi
 }
 
+# zeropinfs with the kernel's own VFIO (claim_type1v2=0, the mode for hosts
+# that leave every VFIO container to the kernel): g1 starts with its RAM
+# from the pool on zeropinfs, type1 maps it (the timeline counts the
+# MAP_DMAs and the MiB), zeropin pins nothing and serves no container;
+# the edu's DMA through those mappings is proven by vfio_dma's type1
+# variants over zeropinfs. claim_type1v2 back to 1 after.
+test_zeropinfs_with_type1_starts() {
+	local out rc=0 inuse pinned containers tl claim=/sys/module/zeropin/parameters/claim_type1v2
+	echo 0 >"$claim"
+	zeropin-timeline --arm >/dev/null 2>&1
+	out=$(start g1) || rc=$?
+	inuse=$(pool inuse_mib)
+	pinned=$(counter iommu_counters pages_pinned)
+	containers=$(counter iommu_counters containers)
+	tl=$(zeropin-timeline g1 --json 2>&1)
+	"${VIRSH[@]}" destroy g1 >/dev/null 2>&1
+	echo 1 >"$claim"
+	if [ "$rc" = 0 ] && [ "$inuse" -ge "$GUEST_MIB" ] && [ "$pinned" = 0 ] && [ "$containers" = 0 ] &&
+		{ echo "$tl" | grep -q '"map_ioctls":null' || [[ "$tl" =~ \"mib_mapped\":([0-9]+) && "${BASH_REMATCH[1]}" -ge "$GUEST_MIB" ]]; }; then
+		ok "zeropinfs_with_type1_starts"
+		echo "# type1 over zeropinfs: $(echo "$tl" | grep -oE '"(vfio_ms|map_ioctls|mib_mapped|a_c_ms)":[0-9.a-z]+' | tr '\n' ' ')"
+	else
+		not_ok "zeropinfs_with_type1_starts" "exit $rc, $inuse MiB in use, zeropin pinned $pinned pages in $containers containers; timeline: $tl
+$out"
+	fi
+}
+
 # A reboot, short of rebooting: libvirtd stops, the mount, the module and
 # what /run held go. Then what the boot runs, in its order: zeropin.service
 # (zeropin-host setup, its settings from zeropin.conf alone), libvirtd;
@@ -437,7 +523,7 @@ main() {
 	# zeropin.service: setup checks that libvirt will confine QEMU
 	lab-libvirtd apparmor || { echo "Bail out! libvirt's AppArmor profiles did not load"; exit 1; }
 	echo "TAP version 13"
-	echo "1..13"
+	echo "1..15"
 	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
@@ -446,10 +532,12 @@ main() {
 	test_start_skips_relabels
 	test_foreign_path_refused
 	test_reservations_count_concurrent_starts
+	test_fast_path_matches_script
 	test_destroy_leaves_nothing
 	test_hook_refuses_without_module
 	test_setup_while_libvirtd_runs_makes_the_folder
 	test_nova_shaped_domain_starts
+	test_zeropinfs_with_type1_starts
 	test_start_after_reboot
 	test_uefi_gpu_domain_starts
 	for d in g1 n1; do "${VIRSH[@]}" undefine "$d" >/dev/null 2>&1; done

@@ -4,11 +4,14 @@
  * buffer is reached by real edu DMA in both directions, an unmapped IOVA
  * is not, and the IOMMU reports the fault. Run over every backing, against
  * stock vfio_iommu_type1 and against zeropin's backend: the same contract.
+ * type1_zeropinfs is the mode for hosts that leave VFIO to the kernel
+ * (claim_type1v2=0): guest RAM on zeropinfs, pinned and mapped by type1.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <linux/vfio.h>
 
 #include "kselftest_harness.h"
@@ -24,6 +27,8 @@
 #define IOVA_UNMAPPED	0x800000000ull
 /* 16 MiB: several 2 MiB pages, still quick to pin under TCG. */
 #define SMALL_SIZE	(16ul << 20)
+/* The zeropinfs variant's mount: the buffer and room to spare. */
+#define ZFS_MOUNT_SIZE	"64M"
 /* Marker written over buffers to show that a faulting DMA left them alone. */
 #define POISON		0x5a
 
@@ -46,6 +51,7 @@ VARIANT(type1_anon4k, DRIVER_TYPE1, BACKING_ANON_4K, SMALL_SIZE);
 VARIANT(type1_thp, DRIVER_TYPE1, BACKING_THP, SMALL_SIZE);
 VARIANT(type1_hugetlb2m, DRIVER_TYPE1, BACKING_HUGETLB_2M, SMALL_SIZE);
 VARIANT(type1_hugetlb1g, DRIVER_TYPE1, BACKING_HUGETLB_1G, 1ul << 30);
+VARIANT(type1_zeropinfs, DRIVER_TYPE1, BACKING_ZEROPINFS, SMALL_SIZE);
 VARIANT(zeropin_anon4k, DRIVER_ZEROPIN, BACKING_ANON_4K, SMALL_SIZE);
 VARIANT(zeropin_thp, DRIVER_ZEROPIN, BACKING_THP, SMALL_SIZE);
 VARIANT(zeropin_hugetlb2m, DRIVER_ZEROPIN, BACKING_HUGETLB_2M, SMALL_SIZE);
@@ -55,6 +61,8 @@ FIXTURE_SETUP(vfio)
 {
 	int ret;
 
+	if (variant->backing == BACKING_ZEROPINFS)
+		zfs_mount_fresh("size=" ZFS_MOUNT_SIZE);	/* loads zeropin.ko if need be */
 	vfio_driver_use(variant->driver);
 	ret = __buffer_alloc(&self->buf, variant->backing, variant->size);
 	if (ret && variant->backing == BACKING_HUGETLB_1G &&
@@ -73,6 +81,8 @@ FIXTURE_TEARDOWN(vfio)
 	if (self->container > 0)
 		close(self->container);
 	buffer_free(&self->buf);
+	if (variant->backing == BACKING_ZEROPINFS)
+		umount2(ZFS_MNT, MNT_DETACH);
 }
 
 TEST_F(vfio, map_dma_roundtrip_unmap)
