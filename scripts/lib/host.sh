@@ -79,9 +79,10 @@ zp_conf_load_or_die() {
 
 # Numbers are numbers (they end up in shell arithmetic).
 zp_conf_check() {
-	[[ "$ZEROPIN_HOOK_WAIT_S" =~ ^[0-9]+$ ]] ||
+	# decimal, no leading 0 (shell arithmetic would read it as octal)
+	[[ "$ZEROPIN_HOOK_WAIT_S" =~ ^(0|[1-9][0-9]*)$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_HOOK_WAIT_S=$ZEROPIN_HOOK_WAIT_S: want a number of seconds"
-	[ -z "$ZEROPIN_POOL_MIB" ] || [[ "$ZEROPIN_POOL_MIB" =~ ^[0-9]+$ ]] ||
+	[ -z "$ZEROPIN_POOL_MIB" ] || [[ "$ZEROPIN_POOL_MIB" =~ ^(0|[1-9][0-9]*)$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_POOL_MIB=$ZEROPIN_POOL_MIB: want a number of MiB"
 	[[ "$ZEROPIN_ALLOW_UNCONFINED" =~ ^[01]$ ]] ||
 		ZP_CONF_ERROR="ZEROPIN_ALLOW_UNCONFINED=$ZEROPIN_ALLOW_UNCONFINED: want 0 or 1"

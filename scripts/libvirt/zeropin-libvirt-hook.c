@@ -37,7 +37,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -108,11 +107,22 @@ static char backing_dir[PATH_MAX];	/* memory_backing_dir or libvirt's default */
  * arguments, the XML read so far (if any) on stdin again from a memfd.
  * Called for everything the fast path does not do; never returns.
  * Holds no lock: every fd but stdin/stdout/stderr is close-on-exec.
+ * Under libvirtd's AppArmor profile (this program runs in it: the hook's
+ * path is "/etc/libvirt/hooks/(all) rmix") bash is "/usr/bin/(any) PUx", so the
+ * script runs unconfined here, where the kernel ran it in libvirtd's
+ * profile before; it needs nothing that profile denies, and root's hook
+ * gains nothing a tenant could use. ZP_HOOK_NO_SCRIPT (tests) makes this
+ * exit 99 instead: the fast path did not do the whole call.
  */
 static void __attribute__((noreturn)) to_script(void)
 {
 	int argc = 0, fd;
 	char **args;
+
+	if (getenv("ZP_HOOK_NO_SCRIPT")) {
+		fprintf(stderr, PROG ": the fast path hands this call to the script (ZP_HOOK_NO_SCRIPT is set)\n");
+		exit(99);
+	}
 
 	while (H.argv[argc])
 		argc++;
@@ -136,7 +146,7 @@ static void __attribute__((noreturn)) to_script(void)
 }
 
 /* Say it on stderr and in syslog, as the script's warn() does. */
-static void warn(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2))) warn(const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -261,29 +271,70 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)ftw;
-	return (flag == FTW_DP ? rmdir(path) : unlink(path)) ? -1 : 0;
-}
+#define RM_DEPTH 8	/* folders the hook removes hold files, not trees */
 
-/* rm -rf: the folder and everything in it, links not followed. */
-static bool rm_rf(const char *path)
+/*
+ * Remove NAME in the folder AT and everything in it, links not
+ * followed, each step relative to a folder's fd: no path that a writer
+ * racing the hook could redirect (libvirt's folder for the domain is
+ * QEMU's user's).
+ */
+static bool rm_tree_at(int at, const char *name, int depth)
 {
+	struct dirent *de;
 	struct stat st;
+	bool ok = true;
+	DIR *d;
+	int fd;
 
-	if (lstat(path, &st))
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW))
 		return errno == ENOENT;
 	if (!S_ISDIR(st.st_mode))
-		return unlink(path) == 0;
-	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0;
+		return !unlinkat(at, name, 0) || errno == ENOENT;
+	if (depth > RM_DEPTH)
+		return false;
+	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ok = rm_tree_at(dirfd(d), de->d_name, depth + 1) && ok;
+	closedir(d);
+	return ok && (!unlinkat(at, name, AT_REMOVEDIR) || errno == ENOENT);
 }
 
-/* mkdir -p: each missing parent made with the default mode. */
-static bool mkdir_p(const char *path, mode_t mode)
+/* rm -rf PATH (its parent resolved as a path: a folder of root's). */
+static bool rm_rf(const char *path)
+{
+	char parent[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	bool ok;
+	int fd;
+
+	if (!base || !base[1] || !pathf(parent, "%.*s", (int)(base - path), path))
+		return false;
+	fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	ok = rm_tree_at(fd, base + 1, 0);
+	close(fd);
+	return ok;
+}
+
+/* mkdir -p: each missing parent made with the default mode, the last
+ * with MODE (umask applied: the caller sets it exactly); *CREATED says
+ * whether the last was made. The last must be a folder, not a link. */
+static bool mkdir_p(const char *path, mode_t mode, bool *created)
 {
 	char buf[PATH_MAX], *p;
+	struct stat st;
 
+	*created = false;
 	if (!pathf(buf, "%s", path))
 		return false;
 	for (p = buf + 1; (p = strchr(p, '/')); p++) {
@@ -292,9 +343,17 @@ static bool mkdir_p(const char *path, mode_t mode)
 			return false;
 		*p = '/';
 	}
-	if (mkdir(buf, mode) && errno != EEXIST)
+	if (!mkdir(buf, mode))
+		*created = true;
+	else if (errno != EEXIST)
 		return false;
-	return true;
+	return !lstat(buf, &st) && S_ISDIR(st.st_mode);
+}
+
+/* The folder PATH, not a link, opened for fchmod/fchown; -1 if not. */
+static int open_folder_at(int dirfd, const char *path)
+{
+	return openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 /* --- the configuration --- */
@@ -358,8 +417,8 @@ static bool conf_valid(void)
 	const char *mnt = conf_val[conf_index("ZEROPIN_MOUNT")];
 	int i;
 
-	if (!rx("^[0-9]+$", conf_val[conf_index("ZEROPIN_HOOK_WAIT_S")], NULL, 0) ||
-	    !rx("^([0-9]+)?$", conf_val[conf_index("ZEROPIN_POOL_MIB")], NULL, 0) ||
+	if (!rx("^(0|[1-9][0-9]*)$", conf_val[conf_index("ZEROPIN_HOOK_WAIT_S")], NULL, 0) ||
+	    !rx("^(0|[1-9][0-9]*)?$", conf_val[conf_index("ZEROPIN_POOL_MIB")], NULL, 0) ||
 	    !rx("^[01]$", conf_val[conf_index("ZEROPIN_ALLOW_UNCONFINED")], NULL, 0) ||
 	    !rx("^[01]?$", conf_val[conf_index("ZEROPIN_RUN_BUILD")], NULL, 0) ||
 	    !rx("^[0-7]{3,4}$", conf_val[conf_index("ZEROPIN_MOUNT_MODE")], NULL, 0) ||
@@ -587,6 +646,13 @@ static const char *state_dir(void)
 	return s && *s ? s : "/run/zeropin-hook";
 }
 
+static const char *libvirt_run(void)	/* libvirt's NAME.pid per running QEMU */
+{
+	const char *s = getenv("ZP_LIBVIRT_RUN");
+
+	return s && *s ? s : "/run/libvirt/qemu";
+}
+
 static const char *sysfs_dir(void)
 {
 	const char *s = getenv("ZP_SYSFS");
@@ -627,7 +693,7 @@ static bool reserved_mib(const char *reserved, unsigned long long *sum)
 			continue;
 		if (!pathf(f, "%s/%s", reserved, de->d_name) || stat(f, &st) || !S_ISREG(st.st_mode))
 			continue;
-		if (!pathf(p, "%s/%s.pid", getenv("ZP_LIBVIRT_RUN") ?: "/run/libvirt/qemu", de->d_name))
+		if (!pathf(p, "%s/%s.pid", libvirt_run(), de->d_name))
 			continue;
 		if (!exists(p) && time(NULL) - st.st_mtime > STALE_S) {
 			unlink(f);
@@ -694,13 +760,13 @@ static bool reserve(void)
 {
 	char reserved[PATH_MAX], started[PATH_MAX], mine[PATH_MAX], text[64];
 	unsigned long long size, free_mib, others, avail;
-	bool ok = false;
+	bool ok = false, made;
 	int lock;
 
 	if (!exists("/sys/module/zeropin") || !mount_figures(&size, &free_mib) ||
 	    !pathf(reserved, "%s/reserved", state_dir()) ||
 	    !pathf(started, "%s/started/%s", state_dir(), H.domain) ||
-	    !pathf(mine, "%s/%s", reserved, H.domain) || !mkdir_p(reserved, 0777))
+	    !pathf(mine, "%s/%s", reserved, H.domain) || !mkdir_p(reserved, 0777, &made))
 		return false;
 	lock = lock_hook();
 	if (lock < 0)
@@ -724,6 +790,24 @@ static bool plain_name(void)
 	return rx("^[A-Za-z0-9._+-]+$", H.domain, NULL, 0) && H.id[0];
 }
 
+#define MAX_HUGETLBFS 16	/* hugetlbfs mounts the fast path makes folders on */
+
+/* mkdir -p -m 0700 DIR && chown QEMU's DIR: a folder, never a link's target. */
+static bool make_qemu_folder(const char *dir)
+{
+	bool made, ok;
+	int fd;
+
+	if (!mkdir_p(dir, 0700, &made))
+		return false;
+	fd = open_folder_at(AT_FDCWD, dir);
+	if (fd < 0)
+		return false;
+	ok = (!made || !fchmod(fd, 0700)) && !fchown(fd, H.uid, H.gid);
+	close(fd);
+	return ok;
+}
+
 /*
  * The script's premake_folders(): ID-NAME on every hugetlbfs mount
  * (qemu.conf's hugetlbfs_mount, else each mounted), QEMU's, 0700, made
@@ -732,7 +816,7 @@ static bool plain_name(void)
  */
 static void premake_folders(void)
 {
-	char dirs[8][PATH_MAX], line[PATH_MAX + 128], mnt[PATH_MAX], type[64], *save, *tok;
+	char dirs[MAX_HUGETLBFS + 1][PATH_MAX], line[PATH_MAX + 128], mnt[PATH_MAX], type[64], *save, *tok;
 	int n = 0, i;
 	bool ok = true;
 	FILE *f;
@@ -743,19 +827,21 @@ static void premake_folders(void)
 		char list[PATH_MAX];
 
 		snprintf(list, sizeof(list), "%s", QC[QC_HUGETLBFS]);
-		for (tok = strtok_r(list, " \t", &save); tok && n < 8; tok = strtok_r(NULL, " \t", &save))
+		for (tok = strtok_r(list, " \t", &save); tok && n <= MAX_HUGETLBFS; tok = strtok_r(NULL, " \t", &save))
 			if (pathf(dirs[n], "%s/libvirt/qemu/%s-%.*s", tok, H.id, SHORT_NAME, H.domain))
 				n++;
 	} else if ((f = fopen("/proc/mounts", "re"))) {
-		while (n < 8 && fgets(line, sizeof(line), f))
+		while (n <= MAX_HUGETLBFS && fgets(line, sizeof(line), f))
 			if (sscanf(line, "%*s %4095s %63s", mnt, type) == 2 && !strcmp(type, "hugetlbfs") &&
 			    rx("^/[A-Za-z0-9._/+-]*$", mnt, NULL, 0) &&
 			    pathf(dirs[n], "%s/libvirt/qemu/%s-%.*s", mnt, H.id, SHORT_NAME, H.domain))
 				n++;
 		fclose(f);
 	}
+	if (n > MAX_HUGETLBFS)
+		to_script();	/* the script makes them all */
 	for (i = 0; i < n && ok; i++)
-		ok = mkdir_p(dirs[i], 0700) && !chmod(dirs[i], 0700) && !chown(dirs[i], H.uid, H.gid);
+		ok = make_qemu_folder(dirs[i]);
 	if (ok)
 		return;
 	for (i = 0; i < n; i++)
@@ -871,37 +957,88 @@ static bool stale_links_folder(const char *lib)
 	return ok && rm_rf(lib);
 }
 
-/* The script's make_ram_folder(): OWN with an empty file per backend,
- * LIB with a link to each, all QEMU's, the folders 0700, MOUNT/domains
- * root's, 0711. */
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A new folder NAME in DIRFD, mode exactly MODE, opened; -1 if not. */
+static int new_folder_at(int dirfd, const char *name, mode_t mode)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, mode))
+		return -1;
+	fd = open_folder_at(dirfd, name);
+	if (fd >= 0 && fchmod(fd, mode)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * The script's make_ram_folder(): OWN (MOUNT/domains/libvirt-UUID) with an
+ * empty file per backend, LIB (MOUNT/libvirt/qemu/ID-NAME) with a link to
+ * each, all QEMU's, the folders 0700, MOUNT/domains root's, 0711. Made by
+ * root, given to QEMU's user last, each step relative to a folder's fd:
+ * LIB's parent is QEMU's user's, and nothing there is followed.
+ */
 static bool make_ram_folder(const char *own, const char *lib, int aliases)
 {
-	char top[PATH_MAX], file[PATH_MAX], link[PATH_MAX], alias[32];
+	char top[PATH_MAX], lib_parent[PATH_MAX], alias[32], target[PATH_MAX];
+	int top_fd = -1, own_fd = -1, parent_fd = -1, lib_fd = -1, fd, i;
+	int n = aliases < 0 ? 1 : aliases;
+	const char *own_name = strrchr(own, '/') + 1, *lib_name = strrchr(lib, '/') + 1;
 	struct stat st;
-	int i, fd, n = aliases < 0 ? 1 : aliases;
+	bool ok = false;
 
-	if (!pathf(top, "%s/%s", backing_dir, DOMAINS_DIR))
+	if (!pathf(top, "%s/%s", backing_dir, DOMAINS_DIR) ||
+	    !pathf(lib_parent, "%.*s", (int)(lib_name - 1 - lib), lib))
 		return false;
-	if (!exists(top) && (mkdir(top, 0711) || chmod(top, 0711)))
-		return false;
-	if (lstat(top, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return false;
-	if (mkdir(own, 0700) || chmod(own, 0700) || mkdir(lib, 0700) || chmod(lib, 0700) ||
-	    lchown(own, H.uid, H.gid) || lchown(lib, H.uid, H.gid))
-		return false;
+	/* MOUNT/domains: root's own folder, not a link (made 0711, as the mount) */
+	if (mkdir(top, 0711) == 0) {
+		top_fd = open_folder_at(AT_FDCWD, top);
+		if (top_fd < 0 || fchmod(top_fd, 0711))
+			goto out;
+	} else if (errno != EEXIST || (top_fd = open_folder_at(AT_FDCWD, top)) < 0) {
+		goto out;
+	}
+	if (fstat(top_fd, &st) || st.st_uid != geteuid())
+		goto out;
+	own_fd = new_folder_at(top_fd, own_name, 0700);
+	parent_fd = open(lib_parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (own_fd < 0 || parent_fd < 0)
+		goto out;
+	lib_fd = new_folder_at(parent_fd, lib_name, 0700);
+	if (lib_fd < 0)
+		goto out;
 	for (i = 0; i < n; i++) {
 		if (aliases < 0)
 			snprintf(alias, sizeof(alias), "pc.ram");
 		else
 			snprintf(alias, sizeof(alias), "ram-node%d", i);
-		if (!pathf(file, "%s/%s", own, alias) || !pathf(link, "%s/%s", lib, alias))
-			return false;
-		fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-		if (fd < 0 || close(fd) || symlink(file, link) ||
-		    lchown(file, H.uid, H.gid) || lchown(link, H.uid, H.gid))
-			return false;
+		fd = openat(own_fd, alias, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+		if (fd < 0 || close(fd) || !pathf(target, "%s/%s", own, alias) || symlinkat(target, lib_fd, alias))
+			goto out;
 	}
-	return true;
+	for (i = 0; i < n; i++) {
+		if (aliases < 0)
+			snprintf(alias, sizeof(alias), "pc.ram");
+		else
+			snprintf(alias, sizeof(alias), "ram-node%d", i);
+		if (fchownat(own_fd, alias, H.uid, H.gid, AT_SYMLINK_NOFOLLOW) ||
+		    fchownat(lib_fd, alias, H.uid, H.gid, AT_SYMLINK_NOFOLLOW))
+			goto out;
+	}
+	ok = !fchown(own_fd, H.uid, H.gid) && !fchown(lib_fd, H.uid, H.gid);
+out:
+	close_fd(top_fd);
+	close_fd(own_fd);
+	close_fd(parent_fd);
+	close_fd(lib_fd);
+	return ok;
 }
 
 /*
@@ -920,7 +1057,8 @@ static void premake_ram_folder(void)
 	    !pathf(own, "%s/%s/libvirt-%s", backing_dir, DOMAINS_DIR, H.uuid) ||
 	    !pathf(lib, "%s/libvirt/qemu/%s-%.*s", backing_dir, H.id, SHORT_NAME, H.domain))
 		return;
-	rm_rf(own);	/* a stopped domain's that no release removed */
+	if (!rm_rf(own))	/* a stopped domain's that no release removed */
+		to_script();
 	aliases = ram_aliases();
 	if (!apparmor_rule_in_force() || !aliases || !own_seclabels() || !stale_links_folder(lib))
 		return;
@@ -958,11 +1096,13 @@ static void wait_for_pool(void)
 static int mark_started(void)
 {
 	char mine[PATH_MAX], dir[PATH_MAX], file[PATH_MAX];
+	struct stat st;
+	bool made;
 
-	if (!pathf(mine, "%s/reserved/%s", state_dir(), H.domain) || !exists(mine) ||
+	if (!pathf(mine, "%s/reserved/%s", state_dir(), H.domain) || stat(mine, &st) || !S_ISREG(st.st_mode) ||
 	    !pathf(dir, "%s/started", state_dir()) || !pathf(file, "%s/%s", dir, H.domain))
 		return 0;
-	if (mkdir_p(dir, 0777))
+	if (mkdir_p(dir, 0777, &made))
 		write_text(file, "");
 	return 0;
 }

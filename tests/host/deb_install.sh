@@ -153,7 +153,7 @@ unset
 	if [ "$rc" = 0 ] && [ ! -e "$CHROOT/usr/sbin/zeropin-host" ] && [ -f "$CHROOT/etc/zeropin/zeropin.conf" ] &&
 		[ "$after_remove" = ok ] && ! grep -q memory_backing_dir "$qc" && grep -q '^user = "libvirt-qemu"$' "$qc"; then
 		# installed again (dpkg keeps the conffile as it is): executable
-		in_chroot apt-get install -y -q zeropin-tools >/dev/null 2>&1 || rc=$?
+		in_chroot apt-get install -y -q --no-install-recommends zeropin-tools >/dev/null 2>&1 </dev/null || rc=$?
 		in_chroot /etc/libvirt/hooks/qemu.d/zeropin vm1 prepare begin - <"$CHROOT/tmp/vm1.xml" >/dev/null 2>&1 || hook_rc=$?
 		in_chroot apt-get remove -y -q zeropin-tools >/dev/null 2>&1 || rc=$?
 	fi

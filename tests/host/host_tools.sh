@@ -119,6 +119,33 @@ test_malformed_xml() {
 	expect_hook_refuses "$TMP/broken.xml" "does not parse" "malformed domain XML is refused with a clear message"
 }
 
+# The fast path (ZP_HOOK_FRONT) does the common calls alone: a domain
+# that is not zeropin's, started begin, operations the hook ignores
+# (ZP_HOOK_NO_SCRIPT: it exits 99 where it would run the script); a
+# zeropin domain's prepare that it cannot do (no zeropinfs here) goes to
+# the script.
+test_fast_path_alone() {
+	local op bad="" rc
+	[ -n "${ZP_HOOK_FRONT:-}" ] || { ok "hook fast path: # SKIP ZP_HOOK_FRONT not set (the script alone)"; return; }
+	for op in "prepare begin" "started begin" "start begin" "stopped end" "migrate begin"; do
+		rc=0
+		# shellcheck disable=SC2086 # op is two words
+		ZP_HOOK_NO_SCRIPT=1 timeout 10 "${HOOK_RUN[@]}" vm1 $op - <"$TMP/anon.xml" >/dev/null 2>&1 || rc=$?
+		[ "$rc" = 0 ] || bad="$bad anonymous $op: exit $rc;"
+	done
+	rc=0
+	ZP_HOOK_NO_SCRIPT=1 timeout 10 "${HOOK_RUN[@]}" vm1 prepare begin - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 99 ] || bad="$bad zeropin prepare without zeropinfs: exit $rc, not handed to the script;"
+	rc=0
+	ZP_HOOK_NO_SCRIPT=1 timeout 10 "${HOOK_RUN[@]}" vm1 release end - <"$TMP/zeropin.xml" >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 99 ] || bad="$bad release: exit $rc, not handed to the script;"
+	if [ -z "$bad" ]; then
+		ok "hook fast path: other domains' prepare, started and ignored operations never run the script; release and what it cannot do go to it"
+	else
+		not_ok "hook fast path: alone for the common calls" "$bad"
+	fi
+}
+
 test_other_operations_pass() {
 	local op bad=""
 	for op in "start begin" "started begin" "stopped end" "migrate begin" "reconnect begin" "attach begin"; do
@@ -1023,6 +1050,7 @@ main() {
 	test_nova_domain_is_ours
 	test_malformed_xml
 	test_other_operations_pass
+	test_fast_path_alone
 	test_release_of_unmounted_passes
 	test_bad_config
 	test_release_finds_leftover_ram
