@@ -162,18 +162,25 @@ static void __attribute__((format(printf, 1, 2))) warn(const char *fmt, ...)
 
 /* --- small helpers --- */
 
+#define RX_CACHE 48	/* the patterns this program uses, each compiled once */
+
 /* Does the POSIX extended regex RE match S? Fills M[0..N-1] when given.
- * The patterns are the script's own (bash's =~ is POSIX ERE too). */
+ * The patterns are the script's own (bash's =~ is POSIX ERE too); each is
+ * compiled once per run (the qemu.conf scan tries some on many lines). */
 static bool rx(const char *re, const char *s, regmatch_t *m, size_t n)
 {
-	regex_t r;
-	bool hit;
+	static struct { char *re; regex_t r; } cache[RX_CACHE];
+	static int used;
+	int i;
 
-	if (regcomp(&r, re, REG_EXTENDED | (n ? 0 : REG_NOSUB)))
-		return false;
-	hit = regexec(&r, s, n, m, 0) == 0;
-	regfree(&r);
-	return hit;
+	for (i = 0; i < used && strcmp(cache[i].re, re); i++)
+		;
+	if (i == used) {
+		if (used == RX_CACHE || regcomp(&cache[i].r, re, REG_EXTENDED) || !(cache[i].re = strdup(re)))
+			return false;
+		used++;
+	}
+	return regexec(&cache[i].r, s, n, m, 0) == 0;
 }
 
 /* Copy match M of S into BUF (SIZE bytes); false when it does not fit. */

@@ -746,6 +746,27 @@ test_release_matches_exact_id() {
 	rm -rf "$TMP/mnt/libvirt" "$st" "$run"
 }
 
+# A hugetlbfs ID-NAME that is a link (planted by whoever may write
+# libvirt's folder there): the script's premake_folders makes nothing
+# through it and chowns nothing it leads to; it warns and the start goes
+# on (libvirt makes its own). (The fast path's make_qemu_folder: the lab's
+# libvirt_start, hook_follows_no_link.)
+test_hook_follows_no_hugetlbfs_link() {
+	local h="$TMP/hl-huge" v="$TMP/hl-victim" out before after
+	rm -rf "$h" "$v" && mkdir -p "$h/libvirt/qemu" "$v" && chmod 755 "$v"
+	ln -s "$v" "$h/libvirt/qemu/7-vm1"
+	before=$(stat -c %U:%G:%a "$v")
+	out=$( (. "$HOOK"; XML="" DOMAIN=vm1 DOMAIN_ID=7 ZP_QC_hugetlbfs_mount="$h" ZP_QC_user=nobody ZP_QC_group=nogroup
+		premake_folders) 2>&1) || true
+	after=$(stat -c %U:%G:%a "$v")
+	if [ "$before" = "$after" ] && [ -L "$h/libvirt/qemu/7-vm1" ] && echo "$out" | grep -q 'could not make its hugetlbfs folders'; then
+		ok "hook: a hugetlbfs folder that is a link is not made through nor its target chowned; a warning, the start goes on"
+	else
+		not_ok "hook: a hugetlbfs folder that is a link" "victim $before -> $after: $out"
+	fi
+	rm -rf "$h" "$v"
+}
+
 # The RAM folder the hook makes before libvirt (premake_ram_folder): where
 # setup's AppArmor rule for the mount is in force (AppArmor on, the rule
 # included from libvirt's abstraction), MOUNT/domains/libvirt-UUID with an
@@ -1051,6 +1072,7 @@ main() {
 	test_malformed_xml
 	test_other_operations_pass
 	test_fast_path_alone
+	test_hook_follows_no_hugetlbfs_link
 	test_release_of_unmounted_passes
 	test_bad_config
 	test_release_finds_leftover_ram

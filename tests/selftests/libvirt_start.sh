@@ -36,6 +36,8 @@
 #   nova_shaped_domain_starts  the memory backing Nova writes (immediate
 #                              allocation, discard) starts and stops cleanly,
 #                              after a teardown + setup while libvirtd ran
+#   hook_follows_no_link       a hugetlbfs folder planted as a link: the fast
+#                              path makes nothing through it, chowns nothing
 #   zeropinfs_with_type1_starts  claim_type1v2=0: g1's RAM on zeropinfs,
 #                              mapped by the kernel's type1, no zeropin pin
 #   start_after_reboot         a simulated reboot (mount, module, /run gone):
@@ -213,10 +215,15 @@ $(cat /tmp/r?.out)"
 # and RAM folders with their modes, owners and links.
 fp_state() {
 	local st=/run/zeropin-hook
-	echo "reserved: $(cat "$st/reserved/fp1" 2>&1) started: $(ls "$st/started" 2>/dev/null | grep -x fp1)"
+	echo "reserved: $(cat "$st/reserved/fp1" 2>/dev/null) started: $(ls "$st/started" 2>/dev/null | grep -x fp1)"
 	echo "target: $(pool target_mib) base: $(cat "$st/target-base" 2>/dev/null)"
-	find "/run/zeropin/domains/libvirt-$1" /run/zeropin/libvirt/qemu/99-fp1 /dev/hugepages/libvirt/qemu/99-fp1 \
-		-printf '%p %y %m %u:%g %l\n' 2>/dev/null | sort
+	local p
+	# the lab's find has no -printf
+	for p in "/run/zeropin/domains/libvirt-$1" "/run/zeropin/domains/libvirt-$1"/* /run/zeropin/libvirt/qemu/99-fp1 \
+		/run/zeropin/libvirt/qemu/99-fp1/* /dev/hugepages/libvirt/qemu/99-fp1; do
+		[ -e "$p" ] || [ -L "$p" ] || continue
+		echo "$p $(stat -c '%F %a %U:%G' "$p") $(readlink "$p")"
+	done
 }
 
 # The hook's compiled fast path (its #! interpreter, as libvirt runs it)
@@ -236,21 +243,22 @@ test_fast_path_matches_script() {
 		# the fast path's prepare and started in full, never the script
 		local run=(env ZP_HOOK_NO_SCRIPT=1 "$HOOK")
 		[ "$way" = fast ] || run=(bash "$HOOK")
-		t0=$(date +%s%N)
+		t0=${EPOCHREALTIME/./}
 		ZEROPIN_HOOK_WAIT_S=0 timeout 30 "${run[@]}" fp1 prepare begin - <"$xml" >"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: prepare exit $?;"
-		t1=$(date +%s%N)
-		ms[$way]=$(((t1 - t0) / 1000000))
+		t1=${EPOCHREALTIME/./}
+		ms[$way]=$(((t1 - t0) / 1000))
 		timeout 30 "${run[@]}" fp1 started begin - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: started exit $?;"
 		[ "$way" = script ] || run=("$HOOK")
 		prepared[$way]=$(fp_state "$uuid")
+		rm -rf /run/zeropin/libvirt/qemu/99-fp1	# as libvirt does at the stop, before the release
 		timeout 30 "${run[@]}" fp1 release end - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: release exit $?;"
 		released[$way]=$(fp_state "$uuid")
 	done
 	[ "${prepared[script]}" = "${prepared[fast]}" ] || bad="$bad prepared state differs;"
 	[ "${released[script]}" = "${released[fast]}" ] || bad="$bad released state differs;"
-	echo "${prepared[fast]}" | grep -q "^/run/zeropin/domains/libvirt-$uuid/pc.ram f 644 libvirt-qemu:libvirt-qemu" &&
+	echo "${prepared[fast]}" | grep -q "^/run/zeropin/domains/libvirt-$uuid/pc.ram regular .*file 644 libvirt-qemu:libvirt-qemu" &&
 		echo "${prepared[fast]}" | grep -q "^reserved: 1024 99 started: fp1" || bad="$bad not prepared;"
-	[ "$(echo "${released[fast]}" | grep -c /)" = 0 ] || bad="$bad folders left;"
+	[ "$(echo "${released[fast]}" | grep -c "^/")" = 0 ] || bad="$bad folders left;"
 	if [ -z "$bad" ]; then
 		ok "fast_path_matches_script"
 		echo "# prepare of a 1 GiB zeropin domain: script ${ms[script]} ms, fast path ${ms[fast]} ms"
@@ -262,6 +270,31 @@ after release, script: ${released[script]}
 fast: ${released[fast]}
 $(cat /tmp/fp1-script.out /tmp/fp1-fast.out)"
 	fi
+}
+
+# A hugetlbfs folder for the domain that is a link to a folder of root's
+# (planted before the start; on qemu.conf's hugetlbfs_mount, a folder of
+# the test's: hugetlbfs itself takes no symlinks here): the fast path's
+# prepare goes on alone (no script), makes nothing through it, leaves the
+# target root's; the release runs clean.
+test_hook_follows_no_link() {
+	local xml=/tmp/fl1.xml v=/tmp/fl-victim hm=/tmp/fl-huge qc=/tmp/fl-qemu.conf rc=0 before out link
+	link="$hm/libvirt/qemu/98-fl1"
+	rm -rf "$v" "$hm" && mkdir -p "$v" "$hm/libvirt/qemu" && chmod 755 "$v"
+	ln -s "$v" "$link"
+	{ grep -v '^hugetlbfs_mount' /etc/libvirt/qemu.conf; echo "hugetlbfs_mount = \"$hm\""; } >"$qc"
+	zeropin-domxml --name fl1 --type qemu --memory-mib 64 >"$xml"
+	sed -i -e "1s/<domain /<domain id='98' /" -e "s|  <name>fl1</name>|&\n  <uuid>5eed0000-0000-4000-8000-0000000f1a11</uuid>|" "$xml"
+	before=$(stat -c %U:%a "$v")
+	out=$(ZEROPIN_QEMU_CONF="$qc" ZP_HOOK_NO_SCRIPT=1 timeout 30 "$HOOK" fl1 prepare begin - <"$xml" 2>&1) || rc=$?
+	rm -rf /run/zeropin/libvirt/qemu/98-fl1	# as libvirt does at the stop, before the release
+	ZEROPIN_QEMU_CONF="$qc" timeout 30 "$HOOK" fl1 release end - <"$xml" >/dev/null 2>&1
+	if [ "$rc" = 0 ] && [ "$(stat -c %U:%a "$v")" = "$before" ] && [ -L "$link" ] && echo "$out" | grep -q 'could not make its hugetlbfs folders'; then
+		ok "hook_follows_no_link"
+	else
+		not_ok "hook_follows_no_link" "exit $rc; $v was $before, now $(stat -c %U:%a "$v"): $out"
+	fi
+	rm -rf "$v" "$hm" "$qc"
 }
 
 test_qemu_runs_confined() {
@@ -527,7 +560,7 @@ main() {
 	# zeropin.service: setup checks that libvirt will confine QEMU
 	lab-libvirtd apparmor || { echo "Bail out! libvirt's AppArmor profiles did not load"; exit 1; }
 	echo "TAP version 13"
-	echo "1..15"
+	echo "1..16"
 	test_setup_binds_devices_by_id_in_any_case
 	test_setup_is_idempotent
 	lab-libvirtd start || { echo "Bail out! libvirtd did not start"; exit 1; }
@@ -537,6 +570,7 @@ main() {
 	test_foreign_path_refused
 	test_reservations_count_concurrent_starts
 	test_fast_path_matches_script
+	test_hook_follows_no_link
 	test_destroy_leaves_nothing
 	test_hook_refuses_without_module
 	test_setup_while_libvirtd_runs_makes_the_folder
