@@ -635,22 +635,35 @@ static bool read_ram(void)
 	return H.ram_mib > 0;
 }
 
-/* The script's check_confined(): any <seclabel type='none'> not of the
- * dac model is the script's to refuse (or let through, as configured). */
-static bool confined(void)
+/*
+ * Each <seclabel> tag past <metadata> (libvirt's) that RE matches, its
+ * attributes (RE's group 1) to OK in turn: false when OK says no to one,
+ * or one is too long to judge (the script's to do then).
+ */
+static bool seclabels_all(const char *re, bool (*ok)(const char *attrs))
 {
 	regmatch_t m[3];
 	const char *rest = H.tail;
-	char tag[512];
+	char attrs[512];
 
-	while (rx("(<seclabel[[:space:]][^>]*>)(.*)$", rest, m, 3)) {
-		if (!rx_copy(rest, &m[1], tag, sizeof(tag)))
-			return false;
-		if (rx("type=['\"]none['\"]", tag, NULL, 0) && !rx("model=['\"]dac['\"]", tag, NULL, 0))
+	while (rx(re, rest, m, 3)) {
+		if (!rx_copy(rest, &m[1], attrs, sizeof(attrs)) || !ok(attrs))
 			return false;
 		rest += m[2].rm_so;
 	}
 	return true;
+}
+
+static bool not_unconfined(const char *attrs)
+{
+	return !rx("type=['\"]none['\"]", attrs, NULL, 0) || rx("model=['\"]dac['\"]", attrs, NULL, 0);
+}
+
+/* The script's check_confined(): any <seclabel type='none'> not of the
+ * dac model is the script's to refuse (or let through, as configured). */
+static bool confined(void)
+{
+	return seclabels_all("<seclabel([[:space:]][^>]*)>(.*)$", not_unconfined);
 }
 
 /* libvirt's id (<domain ... id='N'>) and <uuid>, each "" when absent. */
@@ -877,20 +890,27 @@ static void premake_folders(void)
 	     H.domain, QC[QC_USER], QC[QC_GROUP]);
 }
 
+/* Does TEXT hold NEEDLE (at a line's start, with AT_LINE_START)? */
+static bool text_has(const char *text, const char *needle, bool at_line_start)
+{
+	const char *hit;
+
+	for (hit = text; (hit = strstr(hit, needle)); hit++)
+		if (!at_line_start || hit == text || hit[-1] == '\n')
+			return true;
+	return false;
+}
+
 /* Does FILE (under ZP_APPARMOR_D) hold NEEDLE? */
 static bool file_has(const char *file, const char *needle, bool at_line_start)
 {
-	char path[PATH_MAX], *text, *hit;
+	char path[PATH_MAX], *text;
 	const char *dir = getenv("ZP_APPARMOR_D");
-	bool found = false;
+	bool found;
 
 	if (!pathf(path, "%s/%s", dir && *dir ? dir : "/etc/apparmor.d", file) || !(text = slurp(path)))
 		return false;
-	for (hit = text; (hit = strstr(hit, needle)); hit++)
-		if (!at_line_start || hit == text || hit[-1] == '\n') {
-			found = true;
-			break;
-		}
+	found = text_has(text, needle, at_line_start);
 	free(text);
 	return found;
 }
@@ -898,12 +918,15 @@ static bool file_has(const char *file, const char *needle, bool at_line_start)
 /*
  * The script's apparmor_rule_in_force(): AppArmor on, libvirt's driver
  * AppArmor, and setup's rule for this mount included from libvirt's QEMU
- * abstraction (abstraction.d on libvirt >= 10, the local override before).
+ * abstraction (abstraction.d on libvirt >= 10, the local override before;
+ * the abstraction read once).
  */
 static bool apparmor_rule_in_force(void)
 {
-	const char *sec = getenv("ZP_SECURITYFS"), *include = "include if exists <abstractions/zeropin-qemu>";
-	char path[PATH_MAX], rule[PATH_MAX + 64], drivers[PATH_MAX + 2];
+	const char *sec = getenv("ZP_SECURITYFS"), *dir = getenv("ZP_APPARMOR_D");
+	const char *include = "include if exists <abstractions/zeropin-qemu>";
+	char path[PATH_MAX], rule[PATH_MAX + 64], drivers[PATH_MAX + 2], *abstraction;
+	bool in_force = false;
 	struct stat st;
 
 	if (!pathf(path, "%s/apparmor", sec && *sec ? sec : "/sys/kernel/security") ||
@@ -913,13 +936,16 @@ static bool apparmor_rule_in_force(void)
 	if (QC[QC_SECDRIVER][0] && !strstr(drivers, " apparmor "))
 		return false;
 	snprintf(rule, sizeof(rule), "\"%s/%s/@{profile_name}/{,**}\" rwk,", backing_dir, DOMAINS_DIR);
-	if (!file_has("abstractions/zeropin-qemu", rule, false))
+	if (!file_has("abstractions/zeropin-qemu", rule, false) ||
+	    !pathf(path, "%s/abstractions/libvirt-qemu", dir && *dir ? dir : "/etc/apparmor.d") ||
+	    !(abstraction = slurp(path)))
 		return false;
-	if (file_has("abstractions/libvirt-qemu", "include if exists <abstractions/libvirt-qemu.d>", false))
-		return file_has("abstractions/libvirt-qemu.d/zeropin", include, false);
-	if (file_has("abstractions/libvirt-qemu", "include <local/abstractions/libvirt-qemu>", false))
-		return file_has("local/abstractions/libvirt-qemu", include, true);
-	return false;
+	if (text_has(abstraction, "include if exists <abstractions/libvirt-qemu.d>", false))
+		in_force = file_has("abstractions/libvirt-qemu.d/zeropin", include, false);
+	else if (text_has(abstraction, "include <local/abstractions/libvirt-qemu>", false))
+		in_force = file_has("local/abstractions/libvirt-qemu", include, true);
+	free(abstraction);
+	return in_force;
 }
 
 /* The script's ram_aliases(): the memory backends' ids (ram-nodeN per
@@ -937,24 +963,18 @@ static int ram_aliases(void)
 	return cells ? cells : -1;	/* -1: pc.ram */
 }
 
+static bool libvirts_label(const char *attrs)
+{
+	if (rx("type=['\"]static['\"]", attrs, NULL, 0) || rx("relabel=['\"]no['\"]", attrs, NULL, 0))
+		return false;
+	return !rx("model=['\"]dac['\"]", attrs, NULL, 0) || (attrs[0] && attrs[strlen(attrs) - 1] == '/');
+}
+
 /* The script's own_seclabels(): libvirt's own labels, no static one, no
  * relabel='no', no per-domain DAC label. */
 static bool own_seclabels(void)
 {
-	regmatch_t m[3];
-	const char *rest = H.tail;
-	char tag[512];
-
-	while (rx("<seclabel([^>]*)>(.*)", rest, m, 3)) {
-		if (!rx_copy(rest, &m[1], tag, sizeof(tag)))
-			return false;
-		if (rx("type=['\"]static['\"]", tag, NULL, 0) || rx("relabel=['\"]no['\"]", tag, NULL, 0))
-			return false;
-		if (rx("model=['\"]dac['\"]", tag, NULL, 0) && (!tag[0] || tag[strlen(tag) - 1] != '/'))
-			return false;
-		rest += m[2].rm_so;
-	}
-	return true;
+	return seclabels_all("<seclabel([^>]*)>(.*)", libvirts_label);
 }
 
 /* The script's stale_links_folder(): libvirt's folder LIB is absent, or

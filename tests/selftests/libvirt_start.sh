@@ -208,6 +208,14 @@ $(cat /tmp/r?.out)"
 # Debian's libvirt: QEMU as libvirt-qemu (dynamic ownership), confined by
 # the profile virt-aa-helper wrote for the domain; libvirt gave the RAM
 # folder on the mount to QEMU's user.
+# hook_xml NAME ID UUID MIB: a zeropin domain's XML as libvirt hands it
+# to the hooks, with the domain's id and UUID (zeropin-domxml writes
+# neither).
+hook_xml() {
+	zeropin-domxml --name "$1" --type qemu --memory-mib "$4" |
+		sed -e "1s/<domain /<domain id='$2' /" -e "s|  <name>$1</name>|&\n  <uuid>$3</uuid>|"
+}
+
 # What a prepare, a started and a release of domain fp1 (libvirt's id 99,
 # its own UUID, 1 GiB: the pool's target raised; no wait for the
 # zeroing) leave on the host:
@@ -236,9 +244,7 @@ fp_state() {
 test_fast_path_matches_script() {
 	local uuid=5eed0000-0000-4000-8000-00000000f9a1 xml=/tmp/fp1.xml way t0 t1 bad=""
 	local -A prepared released ms
-	zeropin-domxml --name fp1 --type qemu --memory-mib 1024 >"$xml"
-	# libvirt's XML for the hooks carries the domain's id and UUID
-	sed -i -e "1s/<domain /<domain id='99' /" -e "s|  <name>fp1</name>|&\n  <uuid>$uuid</uuid>|" "$xml"
+	hook_xml fp1 99 "$uuid" 1024 >"$xml"
 	for way in script fast; do
 		# the fast path's prepare and started in full, never the script
 		local run=(env ZP_HOOK_NO_SCRIPT=1 "$HOOK")
@@ -283,8 +289,7 @@ test_hook_follows_no_link() {
 	rm -rf "$v" "$hm" && mkdir -p "$v" "$hm/libvirt/qemu" && chmod 755 "$v"
 	ln -s "$v" "$link"
 	{ grep -v '^hugetlbfs_mount' /etc/libvirt/qemu.conf; echo "hugetlbfs_mount = \"$hm\""; } >"$qc"
-	zeropin-domxml --name fl1 --type qemu --memory-mib 64 >"$xml"
-	sed -i -e "1s/<domain /<domain id='98' /" -e "s|  <name>fl1</name>|&\n  <uuid>5eed0000-0000-4000-8000-0000000f1a11</uuid>|" "$xml"
+	hook_xml fl1 98 5eed0000-0000-4000-8000-0000000f1a11 64 >"$xml"
 	before=$(stat -c %U:%a "$v")
 	out=$(ZEROPIN_QEMU_CONF="$qc" ZP_HOOK_NO_SCRIPT=1 timeout 30 "$HOOK" fl1 prepare begin - <"$xml" 2>&1) || rc=$?
 	rm -rf /run/zeropin/libvirt/qemu/98-fl1	# as libvirt does at the stop, before the release
