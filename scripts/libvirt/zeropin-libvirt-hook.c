@@ -38,7 +38,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -160,37 +159,50 @@ static void __attribute__((format(printf, 1, 2))) warn(const char *fmt, ...)
 
 /* --- small helpers --- */
 
-#define RX_CACHE 48	/* the patterns this program uses, each compiled once */
+#define SPACE " \t\n\v\f\r"	/* [[:space:]] in the C locale */
+#define DIGITS "0123456789"
+#define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" DIGITS
 
-/* Does the POSIX extended regex RE match S? Fills M[0..N-1] when given.
- * The patterns are the script's own (bash's =~ is POSIX ERE too); each is
- * compiled once per run (the qemu.conf scan tries some on many lines). */
-static bool rx(const char *re, const char *s, regmatch_t *m, size_t n)
+/*
+ * The script's patterns (bash's =~, POSIX ERE) are plain scans here, each
+ * comment naming the pattern it stands for: glibc's regcomp and regexec
+ * were 4.3 of 5.4 million instructions of a zeropin prepare (valgrind),
+ * milliseconds of every VM start under nested TCG.
+ */
+
+/* Is S made only of SET's characters, at least MIN of them? */
+static bool all_in(const char *s, const char *set, size_t min)
 {
-	static struct { char *re; regex_t r; } cache[RX_CACHE];
-	static int used;
-	int i;
+	size_t n = strspn(s, set);
 
-	for (i = 0; i < used && strcmp(cache[i].re, re); i++)
-		;
-	if (i == used) {
-		if (used == RX_CACHE || regcomp(&cache[i].r, re, REG_EXTENDED) || !(cache[i].re = strdup(re)))
-			return false;
-		used++;
-	}
-	return regexec(&cache[i].r, s, n, m, 0) == 0;
+	return !s[n] && n >= min;
 }
 
-/* Copy match M of S into BUF (SIZE bytes); false when it does not fit. */
-static bool rx_copy(const char *s, const regmatch_t *m, char *buf, size_t size)
+/* ^(0|[1-9][0-9]*)$, or with EMPTY_OK ^(0|[1-9][0-9]*)?$ */
+static bool decimal(const char *s, bool empty_ok)
 {
-	size_t len = m->rm_eo - m->rm_so;
+	if (!*s)
+		return empty_ok;
+	return all_in(s, DIGITS, 1) && (s[0] != '0' || !s[1]);
+}
 
-	if (m->rm_so < 0 || len >= size)
-		return false;
-	memcpy(buf, s + m->rm_so, len);
-	buf[len] = '\0';
-	return true;
+/* Does P start with NAME['"]VALUE['"]? */
+static bool quoted_at(const char *p, const char *name, const char *value)
+{
+	size_t n = strlen(name), v = strlen(value);
+	const char *q = p + n;
+
+	return !strncmp(p, name, n) && (*q == '\'' || *q == '"') && !strncmp(q + 1, value, v) &&
+	       (q[1 + v] == '\'' || q[1 + v] == '"');
+}
+
+/* Does TEXT hold NAME['"]VALUE['"] anywhere? */
+static bool quoted_after(const char *text, const char *name, const char *value)
+{
+	for (; (text = strstr(text, name)); text++)
+		if (quoted_at(text, name, value))
+			return true;
+	return false;
 }
 
 /* A path from a format; false when it does not fit PATH_MAX. */
@@ -386,19 +398,24 @@ static int conf_index(const char *key)
  * what it would call an error. */
 static bool conf_line(char *line)
 {
-	regmatch_t m[3];
 	char key[64], *val, *end;
+	size_t n;
 	int i;
 
 	line[strcspn(line, "#\n")] = '\0';
-	if (rx("^[[:space:]]*$", line, NULL, 0))
+	if (all_in(line, SPACE, 0))
 		return true;
-	if (!rx("^[[:space:]]*([A-Z0-9_]+)=(.*)$", line, m, 3) || !rx_copy(line, &m[1], key, sizeof(key)))
+	/* ^[[:space:]]*([A-Z0-9_]+)=(.*)$ */
+	line += strspn(line, SPACE);
+	n = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_" DIGITS);
+	if (!n || line[n] != '=' || n >= sizeof(key))
 		return false;
+	memcpy(key, line, n);
+	key[n] = '\0';
 	i = conf_index(key);
 	if (i < 0)
 		return false;
-	val = line + m[2].rm_so;
+	val = line + n + 1;
 	end = val + strlen(val);
 	while (end > val && isspace((unsigned char)end[-1]))
 		*--end = '\0';
@@ -420,17 +437,26 @@ static bool conf_valid(void)
 		"/var", "/var/lib", "/var/lib/libvirt", "/var/lib/libvirt/qemu", "/run/libvirt", NULL,
 	};
 	const char *mnt = conf_val[conf_index("ZEROPIN_MOUNT")];
+	const char *unconfined = conf_val[conf_index("ZEROPIN_ALLOW_UNCONFINED")];
+	const char *run_build = conf_val[conf_index("ZEROPIN_RUN_BUILD")];
+	const char *mode = conf_val[conf_index("ZEROPIN_MOUNT_MODE")];
+	const char *p;
 	int i;
 
-	if (!rx("^(0|[1-9][0-9]*)$", conf_val[conf_index("ZEROPIN_HOOK_WAIT_S")], NULL, 0) ||
-	    !rx("^(0|[1-9][0-9]*)?$", conf_val[conf_index("ZEROPIN_POOL_MIB")], NULL, 0) ||
-	    !rx("^[01]$", conf_val[conf_index("ZEROPIN_ALLOW_UNCONFINED")], NULL, 0) ||
-	    !rx("^[01]?$", conf_val[conf_index("ZEROPIN_RUN_BUILD")], NULL, 0) ||
-	    !rx("^[0-7]{3,4}$", conf_val[conf_index("ZEROPIN_MOUNT_MODE")], NULL, 0) ||
-	    !rx("^(/[A-Za-z0-9_,+@:-][A-Za-z0-9_.,+@:-]*)+$", mnt, NULL, 0) ||
-	    rx("/\\.\\.?(/|$)", mnt, NULL, 0) ||
+	if (!decimal(conf_val[conf_index("ZEROPIN_HOOK_WAIT_S")], false) ||
+	    !decimal(conf_val[conf_index("ZEROPIN_POOL_MIB")], true) ||
+	    !all_in(unconfined, "01", 1) || unconfined[1] ||		/* ^[01]$ */
+	    !all_in(run_build, "01", 0) || strlen(run_build) > 1 ||	/* ^[01]?$ */
+	    !all_in(mode, "01234567", 3) || strlen(mode) > 4 ||		/* ^[0-7]{3,4}$ */
 	    strlen(conf_val[conf_index("ZEROPIN_HOOK_WAIT_S")]) > 6)
 		return false;
+	/* ^(/[A-Za-z0-9_,+@:-][A-Za-z0-9_.,+@:-]*)+$: each / starts a name
+	 * that does not start with a dot (so no /./ or /../ either) */
+	if (*mnt != '/' || !all_in(mnt, ALNUM "_.,+@:-/", 1))
+		return false;
+	for (p = mnt; (p = strchr(p, '/')); p++)
+		if (!p[1] || !strchr(ALNUM "_,+@:-", p[1]))
+			return false;
 	for (i = 0; system_dirs[i]; i++)
 		if (!strcmp(mnt, system_dirs[i]))
 			return false;
@@ -479,22 +505,25 @@ static bool conf_load(void)
  * strings ("a" or 'a', or a one-line list of them) joined by spaces. */
 static void qc_value(const char *rest, char *out)
 {
-	regmatch_t m[5];
-	size_t used = 0;
+	const char *close;
+	size_t used = 0, len;
 
 	out[0] = '\0';
-	while (rx("^[[:space:],[]*(\"([^\"]*)\"|'([^']*)')(.*)$", rest, m, 5)) {
-		const regmatch_t *v = m[2].rm_so >= 0 ? &m[2] : &m[3];
-		size_t len = v->rm_eo - v->rm_so;
-
+	for (;;) {
+		/* ^[[:space:],[]*("([^"]*)"|'([^']*)')(.*)$ */
+		rest += strspn(rest, SPACE ",[");
+		if ((*rest != '"' && *rest != '\'') || !(close = strchr(rest + 1, *rest)))
+			break;
+		len = close - rest - 1;
 		if (used + len + 2 >= PATH_MAX)
 			break;
 		if (used)
 			out[used++] = ' ';
-		memcpy(out + used, rest + v->rm_so, len);
+		memcpy(out + used, rest + 1, len);
 		out[used += len] = '\0';
-		rest += m[4].rm_so;
-		if (!rx("^[[:space:]]*,", rest, NULL, 0))
+		rest = close + 1;
+		rest += strspn(rest, SPACE);	/* ^[[:space:]]*, */
+		if (*rest != ',')
 			break;
 	}
 }
@@ -502,10 +531,10 @@ static void qc_value(const char *rest, char *out)
 /* Each key's first line KEY = VALUE, in one pass, as libvirt reads them. */
 static void qemu_conf_read(void)
 {
-	char *line = NULL, re[96];
+	char *line = NULL;
+	const char *key, *p;
 	bool seen[QC_N] = { 0 };
 	size_t cap = 0;
-	regmatch_t m[2];
 	int k, left = QC_N;
 	FILE *f = fopen(C.qemu_conf, "re");
 
@@ -513,16 +542,21 @@ static void qemu_conf_read(void)
 	if (!f)
 		return;
 	while (left && getline(&line, &cap, f) >= 0) {
+		/* ^[[:space:]]*KEY[[:space:]]*=[[:space:]]*(.*)$ */
 		line[strcspn(line, "\n")] = '\0';
+		key = line + strspn(line, SPACE);
+		if (*key < 'a' || *key > 'z')	/* comments, most lines */
+			continue;
 		for (k = 0; k < QC_N; k++) {
-			if (seen[k] || !strstr(line, qc_keys[k]))
+			if (seen[k] || strncmp(key, qc_keys[k], strlen(qc_keys[k])))
 				continue;
-			snprintf(re, sizeof(re), "^[[:space:]]*%s[[:space:]]*=[[:space:]]*(.*)$", qc_keys[k]);
-			if (!rx(re, line, m, 2))
+			p = key + strlen(qc_keys[k]);
+			p += strspn(p, SPACE);
+			if (*p != '=')
 				continue;
 			seen[k] = true;
 			left--;
-			qc_value(line + m[1].rm_so, QC[k]);
+			qc_value(p + 1 + strspn(p + 1, SPACE), QC[k]);
 		}
 	}
 	free(line);
@@ -615,16 +649,31 @@ static bool read_ram(void)
 		{ "GB", 1000000000ULL }, { "G", 1073741824ULL }, { "GiB", 1073741824ULL },
 		{ "TB", 1000000000000ULL }, { "T", 1099511627776ULL }, { "TiB", 1099511627776ULL },
 	};
-	regmatch_t m[3];
+	const char *end = H.xml + H.xml_len, *p, *q = NULL, *a = NULL;
 	char unit[16], amount[24];
 	unsigned long long n, mult = 0;
-	size_t i;
+	size_t i, u = 0, d = 0;
 
-	if (!rx("</domain>[[:space:]]*$", H.xml, NULL, 0) ||
-	    !rx("<memory unit='([A-Za-z]+)'>([0-9]+)</memory>", H.tail, m, 3) ||
-	    !rx_copy(H.tail, &m[1], unit, sizeof(unit)) || !rx_copy(H.tail, &m[2], amount, sizeof(amount)) ||
-	    !rx("^[0-9]{1,18}$", amount, NULL, 0))
+	/* </domain>[[:space:]]*$ */
+	while (end > H.xml && isspace((unsigned char)end[-1]))
+		end--;
+	if (end - H.xml < 9 || strncmp(end - 9, "</domain>", 9))
 		return false;
+	/* the first <memory unit='([A-Za-z]+)'>([0-9]+)</memory> */
+	for (p = H.tail; (p = strstr(p, "<memory unit='")); p++, q = NULL) {
+		q = p + strlen("<memory unit='");
+		u = strspn(q, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+		a = q + u + 2;
+		d = strspn(a, DIGITS);
+		if (u && !strncmp(q + u, "'>", 2) && d && !strncmp(a + d, "</memory>", 9))
+			break;
+	}
+	if (!q || u >= sizeof(unit) || d > 18)	/* the script's ^[0-9]{1,18}$ */
+		return false;
+	memcpy(unit, q, u);
+	unit[u] = '\0';
+	memcpy(amount, a, d);
+	amount[d] = '\0';
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (!strcmp(unit, units[i].unit))
 			mult = units[i].mult;
@@ -636,45 +685,72 @@ static bool read_ram(void)
 }
 
 /*
- * Each <seclabel> tag past <metadata> (libvirt's) that RE matches, its
- * attributes (RE's group 1) to OK in turn: false when OK says no to one,
- * or one is too long to judge (the script's to do then).
+ * Each <seclabel> tag past <metadata> (libvirt's), as the script's
+ * <seclabel([^>]*)> or, with SPACE_FIRST, <seclabel([[:space:]][^>]*)>
+ * finds them: its attributes (the group) to OK in turn. False when OK
+ * says no to one, or one is too long to judge (the script's to do then).
  */
-static bool seclabels_all(const char *re, bool (*ok)(const char *attrs))
+static bool seclabels_all(bool space_first, bool (*ok)(const char *attrs))
 {
-	regmatch_t m[3];
-	const char *rest = H.tail;
+	const char *p = H.tail, *gt;
 	char attrs[512];
 
-	while (rx(re, rest, m, 3)) {
-		if (!rx_copy(rest, &m[1], attrs, sizeof(attrs)) || !ok(attrs))
+	while ((p = strstr(p, "<seclabel"))) {
+		p += strlen("<seclabel");
+		if (space_first && !isspace((unsigned char)*p))
+			continue;
+		gt = strchr(p, '>');
+		if (!gt)
+			break;
+		if ((size_t)(gt - p) >= sizeof(attrs))
 			return false;
-		rest += m[2].rm_so;
+		memcpy(attrs, p, gt - p);
+		attrs[gt - p] = '\0';
+		if (!ok(attrs))
+			return false;
+		p = gt + 1;
 	}
 	return true;
 }
 
 static bool not_unconfined(const char *attrs)
 {
-	return !rx("type=['\"]none['\"]", attrs, NULL, 0) || rx("model=['\"]dac['\"]", attrs, NULL, 0);
+	return !quoted_after(attrs, "type=", "none") || quoted_after(attrs, "model=", "dac");
 }
 
 /* The script's check_confined(): any <seclabel type='none'> not of the
  * dac model is the script's to refuse (or let through, as configured). */
 static bool confined(void)
 {
-	return seclabels_all("<seclabel([[:space:]][^>]*)>(.*)$", not_unconfined);
+	return seclabels_all(true, not_unconfined);
 }
 
 /* libvirt's id (<domain ... id='N'>) and <uuid>, each "" when absent. */
 static void domain_id_uuid(void)
 {
-	regmatch_t m[2];
+	const char *p, *gt = strchr(H.xml, '>'), *v, *id = NULL;
+	size_t n, id_len = 0;
 
-	if (rx("^[^>]*[[:space:]]id=['\"]([0-9]+)['\"]", H.xml, m, 2))
-		rx_copy(H.xml, &m[1], H.id, sizeof(H.id));
-	if (rx("<uuid>([0-9a-f-]{36})</uuid>", H.xml, m, 2))
-		rx_copy(H.xml, &m[1], H.uuid, sizeof(H.uuid));
+	/* ^[^>]*[[:space:]]id=['"]([0-9]+)['"]: the first tag's last id= */
+	for (p = H.xml; gt && (p = strstr(p, "id=")) && p < gt; p++) {
+		v = p + 3;
+		n = strspn(v + 1, DIGITS);
+		if (p > H.xml && isspace((unsigned char)p[-1]) && (*v == '\'' || *v == '"') && n &&
+		    (v[1 + n] == '\'' || v[1 + n] == '"'))
+			id = v + 1, id_len = n;
+	}
+	if (id && id_len < sizeof(H.id)) {
+		memcpy(H.id, id, id_len);
+		H.id[id_len] = '\0';
+	}
+	for (p = H.xml; (p = strstr(p, "<uuid>")); p++) {	/* <uuid>([0-9a-f-]{36})</uuid> */
+		p += strlen("<uuid>");
+		if (strspn(p, "0123456789abcdef-") == 36 && !strncmp(p + 36, "</uuid>", 7)) {
+			memcpy(H.uuid, p, 36);
+			H.uuid[36] = '\0';
+			break;
+		}
+	}
 }
 
 /* --- prepare: the reservation --- */
@@ -827,7 +903,7 @@ static bool reserve(void)
 
 static bool plain_name(void)
 {
-	return rx("^[A-Za-z0-9._+-]+$", H.domain, NULL, 0) && H.id[0];
+	return all_in(H.domain, ALNUM "._+-", 1) && H.id[0];	/* ^[A-Za-z0-9._+-]+$ */
 }
 
 #define MAX_HUGETLBFS 16	/* hugetlbfs mounts the fast path makes folders on */
@@ -873,7 +949,7 @@ static void premake_folders(void)
 	} else if ((f = fopen("/proc/mounts", "re"))) {
 		while (n <= MAX_HUGETLBFS && fgets(line, sizeof(line), f))
 			if (sscanf(line, "%*s %4095s %63s", mnt, type) == 2 && !strcmp(type, "hugetlbfs") &&
-			    rx("^/[A-Za-z0-9._/+-]*$", mnt, NULL, 0) &&
+			    *mnt == '/' && all_in(mnt, ALNUM "._/+-", 1) &&	/* ^/[A-Za-z0-9._/+-]*$ */
 			    pathf(dirs[n], "%s/libvirt/qemu/%s-%.*s", mnt, H.id, SHORT_NAME, H.domain))
 				n++;
 		fclose(f);
@@ -948,6 +1024,25 @@ static bool apparmor_rule_in_force(void)
 	return in_force;
 }
 
+/* The script's machine=['"](pc|q35|pc-[A-Za-z0-9._-]+)['"] past <metadata>. */
+static bool pc_machine(void)
+{
+	const char *p, *v;
+	size_t n;
+
+	for (p = H.tail; (p = strstr(p, "machine=")); p++) {
+		v = p + strlen("machine=");
+		if (*v != '\'' && *v != '"')
+			continue;
+		n = strspn(++v, ALNUM "._-");
+		if ((v[n] == '\'' || v[n] == '"') &&
+		    ((n == 2 && !strncmp(v, "pc", 2)) || (n == 3 && !strncmp(v, "q35", 3)) ||
+		     (n > 3 && !strncmp(v, "pc-", 3))))
+			return true;
+	}
+	return false;
+}
+
 /* The script's ram_aliases(): the memory backends' ids (ram-nodeN per
  * NUMA cell, else pc.ram) on pc and q35; 0 for anything else. */
 static int ram_aliases(void)
@@ -955,8 +1050,7 @@ static int ram_aliases(void)
 	const char *p = H.tail;
 	int cells = 0;
 
-	if (strstr(H.tail, "<memory model=") || strstr(H.tail, "<maxMemory") ||
-	    !rx("machine=['\"](pc|q35|pc-[A-Za-z0-9._-]+)['\"]", H.tail, NULL, 0))
+	if (strstr(H.tail, "<memory model=") || strstr(H.tail, "<maxMemory") || !pc_machine())
 		return 0;
 	while ((p = strstr(p, "<cell ")))
 		p++, cells++;
@@ -965,16 +1059,16 @@ static int ram_aliases(void)
 
 static bool libvirts_label(const char *attrs)
 {
-	if (rx("type=['\"]static['\"]", attrs, NULL, 0) || rx("relabel=['\"]no['\"]", attrs, NULL, 0))
+	if (quoted_after(attrs, "type=", "static") || quoted_after(attrs, "relabel=", "no"))
 		return false;
-	return !rx("model=['\"]dac['\"]", attrs, NULL, 0) || (attrs[0] && attrs[strlen(attrs) - 1] == '/');
+	return !quoted_after(attrs, "model=", "dac") || (attrs[0] && attrs[strlen(attrs) - 1] == '/');
 }
 
 /* The script's own_seclabels(): libvirt's own labels, no static one, no
  * relabel='no', no per-domain DAC label. */
 static bool own_seclabels(void)
 {
-	return seclabels_all("<seclabel([^>]*)>(.*)", libvirts_label);
+	return seclabels_all(false, libvirts_label);
 }
 
 /* The script's stale_links_folder(): libvirt's folder LIB is absent, or
@@ -1154,6 +1248,19 @@ static int mark_started(void)
 	return 0;
 }
 
+/* The script's <source[[:space:]]+type=["']file["'] anywhere in the XML. */
+static bool file_source(void)
+{
+	const char *p, *q;
+
+	for (p = H.xml; (p = strstr(p, "<source")); p++) {
+		q = p + strlen("<source");
+		if (isspace((unsigned char)*q) && quoted_at(q + strspn(q, SPACE), "type=", "file"))
+			return true;
+	}
+	return false;
+}
+
 /*
  * `prepare begin`: nothing for a domain whose RAM is not file-backed (or
  * is on hugetlbfs); for a zeropin domain the script's prepare, here when
@@ -1164,7 +1271,7 @@ static int prepare(void)
 	unsigned int uid, gid;
 
 	read_xml();
-	if (!rx("<source[[:space:]]+type=[\"']file[\"']", H.xml, NULL, 0) || strstr(H.tail, "<hugepages"))
+	if (!file_source() || strstr(H.tail, "<hugepages"))
 		return 0;
 	if (!conf_load())
 		to_script();
