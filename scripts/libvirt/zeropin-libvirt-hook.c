@@ -190,10 +190,11 @@ static bool decimal(const char *s, bool empty_ok)
 static bool quoted_at(const char *p, const char *name, const char *value)
 {
 	size_t n = strlen(name), v = strlen(value);
-	const char *q = p + n;
 
-	return !strncmp(p, name, n) && (*q == '\'' || *q == '"') && !strncmp(q + 1, value, v) &&
-	       (q[1 + v] == '\'' || q[1 + v] == '"');
+	if (strncmp(p, name, n))
+		return false;
+	p += n;
+	return (*p == '\'' || *p == '"') && !strncmp(p + 1, value, v) && (p[1 + v] == '\'' || p[1 + v] == '"');
 }
 
 /* Does TEXT hold NAME['"]VALUE['"] anywhere? */
@@ -469,6 +470,7 @@ static bool conf_load(void)
 	const char *path = getenv("ZP_CONF"), *env;
 	char *line = NULL;
 	size_t cap = 0;
+	ssize_t len;
 	bool ok = true;
 	FILE *f;
 	int i;
@@ -480,8 +482,8 @@ static bool conf_load(void)
 	snprintf(conf_val[conf_index("ZEROPIN_ALLOW_UNCONFINED")], PATH_MAX, "0");
 	f = fopen(path && *path ? path : "/etc/zeropin/zeropin.conf", "re");
 	if (f) {
-		while (ok && getline(&line, &cap, f) >= 0)
-			ok = conf_line(line);
+		while (ok && (len = getline(&line, &cap, f)) >= 0)
+			ok = (size_t)len == strlen(line) && conf_line(line);	/* a NUL: the script's */
 		free(line);
 		fclose(f);
 	} else if (errno != ENOENT) {
@@ -528,20 +530,23 @@ static void qc_value(const char *rest, char *out)
 	}
 }
 
-/* Each key's first line KEY = VALUE, in one pass, as libvirt reads them. */
-static void qemu_conf_read(void)
+/* Each key's first line KEY = VALUE, in one pass, as libvirt reads them;
+ * false on a NUL in a line (bash's read drops it: the script's to read). */
+static bool qemu_conf_read(void)
 {
 	char *line = NULL;
 	const char *key, *p;
-	bool seen[QC_N] = { 0 };
+	bool seen[QC_N] = { 0 }, ok = true;
 	size_t cap = 0;
+	ssize_t len;
 	int k, left = QC_N;
 	FILE *f = fopen(C.qemu_conf, "re");
 
 	memset(QC, 0, sizeof(QC));
 	if (!f)
-		return;
-	while (left && getline(&line, &cap, f) >= 0) {
+		return true;
+	while (ok && left && (len = getline(&line, &cap, f)) >= 0) {
+		ok = (size_t)len == strlen(line);
 		/* ^[[:space:]]*KEY[[:space:]]*=[[:space:]]*(.*)$ */
 		line[strcspn(line, "\n")] = '\0';
 		key = line + strspn(line, SPACE);
@@ -561,6 +566,7 @@ static void qemu_conf_read(void)
 	}
 	free(line);
 	fclose(f);
+	return ok;
 }
 
 /*
@@ -663,9 +669,11 @@ static bool read_ram(void)
 	for (p = H.tail; (p = strstr(p, "<memory unit='")); p++, q = NULL) {
 		q = p + strlen("<memory unit='");
 		u = strspn(q, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+		if (!u || strncmp(q + u, "'>", 2))
+			continue;	/* nothing read past the unit's end */
 		a = q + u + 2;
 		d = strspn(a, DIGITS);
-		if (u && !strncmp(q + u, "'>", 2) && d && !strncmp(a + d, "</memory>", 9))
+		if (d && !strncmp(a + d, "</memory>", 9))
 			break;
 	}
 	if (!q || u >= sizeof(unit) || d > 18)	/* the script's ^[0-9]{1,18}$ */
@@ -734,9 +742,10 @@ static void domain_id_uuid(void)
 	/* ^[^>]*[[:space:]]id=['"]([0-9]+)['"]: the first tag's last id= */
 	for (p = H.xml; gt && (p = strstr(p, "id=")) && p < gt; p++) {
 		v = p + 3;
+		if (p == H.xml || !isspace((unsigned char)p[-1]) || (*v != '\'' && *v != '"'))
+			continue;
 		n = strspn(v + 1, DIGITS);
-		if (p > H.xml && isspace((unsigned char)p[-1]) && (*v == '\'' || *v == '"') && n &&
-		    (v[1 + n] == '\'' || v[1 + n] == '"'))
+		if (n && (v[1 + n] == '\'' || v[1 + n] == '"'))
 			id = v + 1, id_len = n;
 	}
 	if (id && id_len < sizeof(H.id)) {
@@ -744,9 +753,9 @@ static void domain_id_uuid(void)
 		H.id[id_len] = '\0';
 	}
 	for (p = H.xml; (p = strstr(p, "<uuid>")); p++) {	/* <uuid>([0-9a-f-]{36})</uuid> */
-		p += strlen("<uuid>");
-		if (strspn(p, "0123456789abcdef-") == 36 && !strncmp(p + 36, "</uuid>", 7)) {
-			memcpy(H.uuid, p, 36);
+		v = p + strlen("<uuid>");	/* the next search starts at p + 1 */
+		if (strspn(v, "0123456789abcdef-") == 36 && !strncmp(v + 36, "</uuid>", 7)) {
+			memcpy(H.uuid, v, 36);
 			H.uuid[36] = '\0';
 			break;
 		}
@@ -1275,7 +1284,8 @@ static int prepare(void)
 		return 0;
 	if (!conf_load())
 		to_script();
-	qemu_conf_read();
+	if (!qemu_conf_read())
+		to_script();
 	snprintf(backing_dir, sizeof(backing_dir), "%s", QC[QC_BACKING][0] ? QC[QC_BACKING] : DEFAULT_BACKING_DIR);
 	if (!QC[QC_USER][0])
 		snprintf(QC[QC_USER], PATH_MAX, DEFAULT_QEMU_ID);
