@@ -26,7 +26,10 @@
 #                              is refused with the hook's sentence
 #   fast_path_matches_script   the hook's compiled fast path and the script
 #                              leave the same state after a prepare, a
-#                              started and a release (and the release none)
+#                              started and a release (and the release none),
+#                              with the XML as libvirt writes it and with a
+#                              repeated <uuid>; a NUL in zeropin.conf goes
+#                              to the script
 #   destroy_leaves_nothing     virsh destroy: nothing pinned, no block in use, the
 #                              pool back to its target, the hook saw no leak
 #   hook_refuses_without_module  no zeropin.ko to load: the start is refused with
@@ -239,41 +242,51 @@ fp_state() {
 # prepare, started and release of fp1 through each leave the same state
 # (fp_state), and the release leaves nothing; the fast path does the
 # prepare and the started alone (ZP_HOOK_NO_SCRIPT: it would exit 99 to
-# hand them to the script). The TAP comment gives each
-# prepare's wall time.
+# hand them to the script). Twice: the XML as libvirt writes it, and with
+# its <uuid> written twice over (<uuid><uuid>UUID</uuid>: the script's
+# pattern finds the second). A zeropin.conf with a NUL (bash's read drops
+# it) is the script's to read: the fast path hands the call over. The
+# TAP comment gives each prepare's wall time.
 test_fast_path_matches_script() {
-	local uuid=5eed0000-0000-4000-8000-00000000f9a1 xml=/tmp/fp1.xml way t0 t1 bad=""
+	local uuid=5eed0000-0000-4000-8000-00000000f9a1 xml=/tmp/fp1.xml way shape t0 t1 bad="" rc
 	local -A prepared released ms
-	hook_xml fp1 99 "$uuid" 1024 >"$xml"
-	for way in script fast; do
-		# the fast path's prepare and started in full, never the script
-		local run=(env ZP_HOOK_NO_SCRIPT=1 "$HOOK")
-		[ "$way" = fast ] || run=(bash "$HOOK")
-		t0=${EPOCHREALTIME/./}
-		ZEROPIN_HOOK_WAIT_S=0 timeout 30 "${run[@]}" fp1 prepare begin - <"$xml" >"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: prepare exit $?;"
-		t1=${EPOCHREALTIME/./}
-		ms[$way]=$(((t1 - t0) / 1000))
-		timeout 30 "${run[@]}" fp1 started begin - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: started exit $?;"
-		[ "$way" = script ] || run=("$HOOK")
-		prepared[$way]=$(fp_state "$uuid")
-		rm -rf /run/zeropin/libvirt/qemu/99-fp1	# as libvirt does at the stop, before the release
-		timeout 30 "${run[@]}" fp1 release end - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $way: release exit $?;"
-		released[$way]=$(fp_state "$uuid")
+	for shape in libvirt repeated; do
+		hook_xml fp1 99 "$uuid" 1024 >"$xml"
+		[ "$shape" = libvirt ] || sed -i 's|<uuid>|<uuid><uuid>|' "$xml"
+		for way in script fast; do
+			# the fast path's prepare and started in full, never the script
+			local run=(env ZP_HOOK_NO_SCRIPT=1 "$HOOK")
+			[ "$way" = fast ] || run=(bash "$HOOK")
+			t0=${EPOCHREALTIME/./}
+			ZEROPIN_HOOK_WAIT_S=0 timeout 30 "${run[@]}" fp1 prepare begin - <"$xml" >"/tmp/fp1-$way.out" 2>&1 ||
+				bad="$bad $shape $way: prepare exit $?;"
+			t1=${EPOCHREALTIME/./}
+			ms[$shape-$way]=$(((t1 - t0) / 1000))
+			timeout 30 "${run[@]}" fp1 started begin - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $shape $way: started exit $?;"
+			[ "$way" = script ] || run=("$HOOK")
+			prepared[$way]=$(fp_state "$uuid")
+			rm -rf /run/zeropin/libvirt/qemu/99-fp1	# as libvirt does at the stop, before the release
+			timeout 30 "${run[@]}" fp1 release end - <"$xml" >>"/tmp/fp1-$way.out" 2>&1 || bad="$bad $shape $way: release exit $?;"
+			released[$way]=$(fp_state "$uuid")
+		done
+		[ "${prepared[script]}" = "${prepared[fast]}" ] || bad="$bad $shape: prepared state differs:
+script: ${prepared[script]}
+fast:   ${prepared[fast]};"
+		[ "${released[script]}" = "${released[fast]}" ] || bad="$bad $shape: released state differs;"
+		echo "${prepared[fast]}" | grep -q "^/run/zeropin/domains/libvirt-$uuid/pc.ram regular .*file 644 libvirt-qemu:libvirt-qemu" &&
+			echo "${prepared[fast]}" | grep -q "^reserved: 1024 99 started: fp1" || bad="$bad $shape: not prepared;"
+		[ "$(echo "${released[fast]}" | grep -c "^/")" = 0 ] || bad="$bad $shape: folders left;"
 	done
-	[ "${prepared[script]}" = "${prepared[fast]}" ] || bad="$bad prepared state differs;"
-	[ "${released[script]}" = "${released[fast]}" ] || bad="$bad released state differs;"
-	echo "${prepared[fast]}" | grep -q "^/run/zeropin/domains/libvirt-$uuid/pc.ram regular .*file 644 libvirt-qemu:libvirt-qemu" &&
-		echo "${prepared[fast]}" | grep -q "^reserved: 1024 99 started: fp1" || bad="$bad not prepared;"
-	[ "$(echo "${released[fast]}" | grep -c "^/")" = 0 ] || bad="$bad folders left;"
+	printf '# a NUL\0 in a comment\n' | cat - "$CONF" >/tmp/fp1-nul.conf
+	rc=0
+	ZP_CONF=/tmp/fp1-nul.conf ZP_HOOK_NO_SCRIPT=1 ZEROPIN_HOOK_WAIT_S=0 timeout 30 "$HOOK" fp1 prepare begin - <"$xml" >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 99 ] || bad="$bad a NUL in zeropin.conf: exit $rc, not handed to the script;"
+	timeout 30 "$HOOK" fp1 release end - <"$xml" >/dev/null 2>&1 || true
 	if [ -z "$bad" ]; then
 		ok "fast_path_matches_script"
-		echo "# prepare of a 1 GiB zeropin domain: script ${ms[script]} ms, fast path ${ms[fast]} ms"
+		echo "# prepare of a 1 GiB zeropin domain: script ${ms[libvirt-script]} ms, fast path ${ms[libvirt-fast]} ms"
 	else
 		not_ok "fast_path_matches_script" "$bad
-script: ${prepared[script]}
-fast:   ${prepared[fast]}
-after release, script: ${released[script]}
-fast: ${released[fast]}
 $(cat /tmp/fp1-script.out /tmp/fp1-fast.out)"
 	fi
 }
