@@ -63,6 +63,7 @@
 #define STALE_S 120		/* the script's STALE_S */
 #define POOL_POLL_MS 200	/* the script's sleep 0.2 */
 #define SHORT_NAME 20		/* libvirt's short domain name, characters */
+#define CONF_BUF 65536		/* stdio buffer for qemu.conf: Debian's is ~40 KiB */
 
 /* The hook's arguments and what it read: one domain, one call. */
 struct hook {
@@ -355,6 +356,14 @@ static bool mkdir_p(const char *path, mode_t mode, bool *created)
 	*created = false;
 	if (!pathf(buf, "%s", path))
 		return false;
+	/* the folder, or its parent, is there after the first start: one
+	 * mkdir then, not one per component (system calls cost under TCG) */
+	if (!mkdir(buf, mode)) {
+		*created = true;
+		return !lstat(buf, &st) && S_ISDIR(st.st_mode);
+	}
+	if (errno == EEXIST)
+		return !lstat(buf, &st) && S_ISDIR(st.st_mode);
 	for (p = buf + 1; (p = strchr(p, '/')); p++) {
 		*p = '\0';
 		if (mkdir(buf, 0777) && errno != EEXIST)
@@ -534,6 +543,7 @@ static void qc_value(const char *rest, char *out)
  * false on a NUL in a line (bash's read drops it: the script's to read). */
 static bool qemu_conf_read(void)
 {
+	static char conf_buf[CONF_BUF];
 	char *line = NULL;
 	const char *key, *p;
 	bool seen[QC_N] = { 0 }, ok = true;
@@ -545,6 +555,7 @@ static bool qemu_conf_read(void)
 	memset(QC, 0, sizeof(QC));
 	if (!f)
 		return true;
+	setvbuf(f, conf_buf, _IOFBF, sizeof(conf_buf));	/* Debian's qemu.conf in one read */
 	while (ok && left && (len = getline(&line, &cap, f)) >= 0) {
 		ok = (size_t)len == strlen(line);
 		/* ^[[:space:]]*KEY[[:space:]]*=[[:space:]]*(.*)$ */
