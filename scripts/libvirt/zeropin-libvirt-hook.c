@@ -162,7 +162,9 @@ static void __attribute__((format(printf, 1, 2))) warn(const char *fmt, ...)
 
 #define SPACE " \t\n\v\f\r"	/* [[:space:]] in the C locale */
 #define DIGITS "0123456789"
-#define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" DIGITS
+#define UPPER "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#define ALPHA UPPER "abcdefghijklmnopqrstuvwxyz"
+#define ALNUM ALPHA DIGITS
 
 /*
  * The script's patterns (bash's =~, POSIX ERE) are plain scans here, each
@@ -352,27 +354,27 @@ static bool mkdir_p(const char *path, mode_t mode, bool *created)
 {
 	char buf[PATH_MAX], *p;
 	struct stat st;
+	int err;
 
 	*created = false;
 	if (!pathf(buf, "%s", path))
 		return false;
 	/* the folder, or its parent, is there after the first start: one
-	 * mkdir then, not one per component (system calls cost under TCG) */
-	if (!mkdir(buf, mode)) {
-		*created = true;
-		return !lstat(buf, &st) && S_ISDIR(st.st_mode);
+	 * mkdir then, the components only when a parent is missing (system
+	 * calls cost under TCG) */
+	err = mkdir(buf, mode) ? errno : 0;
+	if (err == ENOENT) {
+		for (p = buf + 1; (p = strchr(p, '/')); p++) {
+			*p = '\0';
+			if (mkdir(buf, 0777) && errno != EEXIST)
+				return false;
+			*p = '/';
+		}
+		err = mkdir(buf, mode) ? errno : 0;
 	}
-	if (errno == EEXIST)
-		return !lstat(buf, &st) && S_ISDIR(st.st_mode);
-	for (p = buf + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return false;
-		*p = '/';
-	}
-	if (!mkdir(buf, mode))
+	if (!err)
 		*created = true;
-	else if (errno != EEXIST)
+	else if (err != EEXIST)
 		return false;
 	return !lstat(buf, &st) && S_ISDIR(st.st_mode);
 }
@@ -417,7 +419,7 @@ static bool conf_line(char *line)
 		return true;
 	/* ^[[:space:]]*([A-Z0-9_]+)=(.*)$ */
 	line += strspn(line, SPACE);
-	n = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_" DIGITS);
+	n = strspn(line, UPPER "_" DIGITS);
 	if (!n || line[n] != '=' || n >= sizeof(key))
 		return false;
 	memcpy(key, line, n);
@@ -679,7 +681,7 @@ static bool read_ram(void)
 	/* the first <memory unit='([A-Za-z]+)'>([0-9]+)</memory> */
 	for (p = H.tail; (p = strstr(p, "<memory unit='")); p++, q = NULL) {
 		q = p + strlen("<memory unit='");
-		u = strspn(q, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+		u = strspn(q, ALPHA);
 		if (!u || strncmp(q + u, "'>", 2))
 			continue;	/* nothing read past the unit's end */
 		a = q + u + 2;
