@@ -211,16 +211,19 @@ test_domxml_validates() {
 	command -v virt-xml-validate >/dev/null || { ok "domxml: # SKIP virt-xml-validate missing (libvirt-clients)"; return; }
 	"$DOMXML" --name t --type qemu --kernel /k --initrd /i --cmdline 'console=ttyS0' \
 		--hostdev 0000:00:03.0 --console-log /tmp/c.log --timeline --emulator /usr/bin/qemu-system-x86_64 >"$TMP/full.xml"
-	"$DOMXML" --name f --type qemu --kernel /k --skip-cold-reset --hostdev 0000:00:03.0 --hostdev 0000:00:04.0 \
+	"$DOMXML" --name f --type qemu --kernel /k --skip-initial-reset --hostdev 0000:00:03.0 --hostdev 0000:00:04.0 \
 		--emulator /opt/zeropin/qemu-patched/bin/qemu-system-x86_64 >"$TMP/skip.xml"
-	[ "$(grep -c "<qemu:property name='x-skip-cold-reset' type='bool' value='true'/>" "$TMP/skip.xml")" = 2 ] &&
+	[ "$(grep -c "<qemu:property name='x-skip-initial-reset' type='bool' value='true'/>" "$TMP/skip.xml")" = 2 ] &&
 		grep -q "<qemu:device alias='ua-hostdev1'>" "$TMP/skip.xml" &&
 		grep -q "<alias name='ua-hostdev1'/>" "$TMP/skip.xml" || bad="$bad skip-no-override"
-	for f in zeropin anon nova full skip; do
+	"$DOMXML" --name s --type qemu --kernel /k --secure-boot >"$TMP/secboot.xml"
+	grep -q "<os firmware='efi'>" "$TMP/secboot.xml" && grep -q "<smm state='on'/>" "$TMP/secboot.xml" &&
+		grep -q "<feature enabled='yes' name='secure-boot'/>" "$TMP/secboot.xml" || bad="$bad secboot-elements"
+	for f in zeropin anon nova full skip secboot; do
 		virt-xml-validate "$TMP/$f.xml" domain >/dev/null 2>&1 || bad="$bad $f"
 	done
 	if [ -z "$bad" ]; then
-		ok "domxml: zeropin, anonymous, Nova-shaped, timeline and skip-cold-reset XMLs validate against libvirt's schema"
+		ok "domxml: zeropin, anonymous, Nova-shaped, timeline, skip-initial-reset and secure-boot XMLs validate against libvirt's schema"
 	else
 		not_ok "domxml: XMLs validate against libvirt's schema" "invalid:$bad"
 	fi

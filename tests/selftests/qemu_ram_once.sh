@@ -1,6 +1,7 @@
 #!/bin/bash
-# qemu_ram_once - zeropin's QEMU series (qemu-patches/) against the same
-# Debian QEMU source built without it (make qemu), nested in the lab host:
+# qemu_ram_once - zeropin's QEMU series (qemu-patches/debian-13/) against
+# the same Debian QEMU source built without it (make qemu), nested in the
+# lab host:
 # an L2 VM (q35, SeaBIOS, GUEST_MIB of RAM on zeropinfs, the edu passed
 # through, an uncompressed vmlinux booted through PVH) starts and runs to
 # its kernel's first line, and zeropin's own counters (debugfs) say how many
@@ -10,9 +11,18 @@
 #                               unmaps and pins all of low RAM again (the
 #                               flat view merged the PAM segment with it;
 #                               the counts are printed)
-#   patched_maps_ram_once       with the series (each PAM segment a flat
-#                               range of its own): guest RAM is mapped
-#                               once, plus the segments and the BAR
+#   patched_maps_ram_once       with the series (RAM above 1 MiB out of
+#                               the PAM segments' toggles): guest RAM is
+#                               mapped once, plus the segments and the BAR
+#   stock_smm_repins_low_ram, patched_smm_maps_ram_once
+#                               the same L2 on Debian's OVMF Secure Boot
+#                               build (SMM: q35's TSEG enabled, its
+#                               blackhole splitting the RAM below it; the
+#                               L2 kernel's bzImage through its EFI stub):
+#                               stock unmaps and pins that RAM again, the
+#                               series (the RAM under TSEG a flat range of
+#                               its own) maps it once, and the 16 MiB under
+#                               TSEG again after the firmware's one reset
 #   type1_patched_maps_ram_once the same on stock vfio_iommu_type1 (guest
 #                               RAM anonymous, zeropin not claiming type1v2;
 #                               kprobes on VFIO's container ioctl count):
@@ -55,15 +65,45 @@ TAP_PREFIX=qemu
 . "$(dirname -- "$0")/../lib/tap.sh"
 . "$(dirname -- "$0")/../lib/l2.sh"
 
-# start_l2 QEMU DEVICE-OPTIONS: run the L2 until its kernel's first line,
-# then quit through the monitor. Sets MAPS, UNMAPS, PINNED_MIB (zeropin's
+# OVMF's Secure Boot build, as Debian ships it and libvirt picks it for
+# <feature enabled='yes' name='secure-boot'/>: its variable store runs in
+# SMM, so it needs smm=on and enables q35's TSEG.
+OVMF_SMM_CODE=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
+OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
+SMM_FIRST_LINE_S=600	# nested TCG: OVMF with SMM to the kernel's first line
+# The RAM under TSEG (q35's default extended TSEG, 16 MiB) is the series'
+# alias of its own: a reset disables TSEG and shows it again, and OVMF's
+# Secure Boot build resets the machine once while it boots on a fresh
+# variable store (traced: the alias and the BAR mapped again, nothing
+# else), so RAM once is the RAM plus that alias once more.
+SMM_TSEG_MIB=16
+
+# The L2's firmware and kernel under OVMF with SMM, into L2_KERNEL
+# (l2_kernel_args' under SeaBIOS): the code and a fresh copy of the
+# variable store as pflash (the code secure: only SMM writes it), the
+# bzImage through its EFI stub.
+l2_smm_kernel_args() {
+	cp "$OVMF_VARS" /tmp/l2-vars.fd
+	L2_KERNEL=(-machine smm=on -global "driver=cfi.pflash01,property=secure,value=on"
+		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_SMM_CODE"
+		-drive "if=pflash,format=raw,unit=1,file=/tmp/l2-vars.fd"
+		-device "vfio-pci,host=$EDU$1" -kernel /l2/vmlinuz -append "$L2_CMDLINE")
+}
+
+# start_l2 QEMU DEVICE-OPTIONS [smm]: run the L2 until its kernel's first
+# line (under SeaBIOS; with smm, under OVMF's Secure Boot build), then
+# quit through the monitor. Sets MAPS, UNMAPS, PINNED_MIB (zeropin's
 # counters over the run), REPORT (QEMU's stderr) and LINE (1 when the
 # kernel line came).
 start_l2() {
 	local qemu="$1" opts="$2" maps0 unmaps0 pinned0
 	maps0=$(counter iommu_counters map_ioctls) unmaps0=$(counter iommu_counters unmap_ioctls) pinned0=$(counter iommu_counters pages_pinned_total)
 	l2_base_args
-	l2_kernel_args "$EDU" "$opts"
+	if [ "${3:-}" = smm ]; then
+		l2_smm_kernel_args "$opts"
+	else
+		l2_kernel_args "$EDU" "$opts"
+	fi
 	l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${L2_KERNEL[@]}"
 	LINE=0
 	[ -z "$RESUME_S" ] || LINE=1
@@ -71,7 +111,7 @@ start_l2() {
 	UNMAPS=$(($(counter iommu_counters unmap_ioctls) - unmaps0))
 	PINNED_MIB=$((($(counter iommu_counters pages_pinned_total) - pinned0) * 4 / 1024))
 	REPORT=$ERR
-	echo "# $(l2_flavour "$qemu")$opts: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned for $GUEST_MIB MiB of RAM; first line: $LINE"
+	echo "# $(l2_flavour "$qemu")$opts${3:+ ($3)}: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned for $GUEST_MIB MiB of RAM; first line: $LINE${RESUME_S:+ after $RESUME_S s}"
 }
 
 test_stock() {
@@ -96,6 +136,34 @@ test_patched() {
 		ok patched_maps_ram_once
 	else
 		not_ok patched_maps_ram_once "first line: $LINE, $PINNED_MIB MiB pinned (at most $((GUEST_MIB + ONCE_SLACK_MIB)))
+$REPORT"
+	fi
+}
+
+# Under SMM firmware: stock pins more than the RAM (the RAM under TSEG
+# again, at least), the series the RAM once.
+test_smm() {
+	local stock
+	if [ ! -f "$OVMF_SMM_CODE" ] || [ ! -f /l2/vmlinuz ]; then
+		ok "stock_smm_repins_low_ram # SKIP no $OVMF_SMM_CODE or /l2/vmlinuz in this lab boot"
+		ok "patched_smm_maps_ram_once # SKIP no $OVMF_SMM_CODE or /l2/vmlinuz in this lab boot"
+		return
+	fi
+	l2_setup >/dev/null
+	FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$STOCK" "" smm
+	stock="$PINNED_MIB MiB pinned, first line: $LINE"
+	if [ "$LINE" = 1 ] && [ "$PINNED_MIB" -gt $((GUEST_MIB + ONCE_SLACK_MIB)) ]; then
+		ok stock_smm_repins_low_ram
+	else
+		not_ok stock_smm_repins_low_ram "first line: $LINE, $PINNED_MIB MiB pinned (expected the TSEG re-pins: > $((GUEST_MIB + ONCE_SLACK_MIB)))
+$REPORT"
+	fi
+	l2_setup >/dev/null
+	FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$PATCHED" "" smm
+	if [ "$LINE" = 1 ] && [ "$PINNED_MIB" -le $((GUEST_MIB + SMM_TSEG_MIB + ONCE_SLACK_MIB)) ]; then
+		ok patched_smm_maps_ram_once
+	else
+		not_ok patched_smm_maps_ram_once "first line: $LINE, $PINNED_MIB MiB pinned (at most $((GUEST_MIB + SMM_TSEG_MIB + ONCE_SLACK_MIB)); stock: $stock)
 $REPORT"
 	fi
 }
@@ -200,13 +268,13 @@ $REPORT"
 test_toggles() {
 	run_l2_edu "$STOCK" "" vfio_listener_region_del
 	toggles_check stock_decode_toggles_unmap_bar
-	run_l2_edu "$PATCHED" "" vfio_dma_unmap
+	run_l2_edu "$PATCHED" "" vfio_legacy_dma_unmap
 	toggles_check patched_decode_toggles_unmap_bar
 }
 
 # Where q35 puts the first DIMM: the device-memory area, at the first GiB
 # boundary above 4 GiB and above the RAM that does not fit below 2816 MiB
-# (QEMU 7.2's pc_memory_init); as 0x... for L2 and the kernel log.
+# (QEMU's pc_memory_init); as 0x... for L2 and the kernel log.
 dimm_addr() {
 	local above=0
 	[ "$GUEST_MIB" -lt 2816 ] || above=$((GUEST_MIB - 2048))
@@ -298,9 +366,10 @@ $ERR"
 main() {
 	l2_require
 	echo "TAP version 13"
-	echo "1..8"
+	echo "1..10"
 	test_stock
 	test_patched
+	test_smm
 	test_type1
 	test_toggles
 	test_dimm_unplug

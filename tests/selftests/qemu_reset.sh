@@ -1,25 +1,29 @@
 #!/bin/bash
-# qemu_reset - the QEMU series' opt-in vfio-pci property x-skip-cold-reset
-# (no VFIO device reset at the machine's cold start, right after the
+# qemu_reset - the QEMU series' opt-in vfio-pci property x-skip-initial-reset
+# (no VFIO device reset at the machine's initial reset, right after the
 # kernel's reset on open), nested in the lab host: an emulated NVMe
 # controller (scripts/lab --nvme: FLR is its reset method) is bound to
 # vfio-pci, which resets it when QEMU opens it, and passed through to the
 # L2 of lib/l2.sh; kprobes count VFIO_DEVICE_RESET from QEMU start to its
 # quit.
 #
-#   stock_resets_at_cold_start      stock QEMU resets the device again at
+#   stock_resets_at_initial_reset   stock QEMU resets the device again at
 #                                   the machine's first reset, before the
 #                                   guest ever ran: 1 VFIO_DEVICE_RESET
 #   patched_resets_without_opt_in   the series without the property: the
 #                                   same 1 (the default does not change)
-#   patched_skips_cold_start_reset  the series, x-skip-cold-reset=on: 0,
+#   patched_skips_initial_reset     the series, x-skip-initial-reset=on: 0,
 #                                   its trace says why, and the L2 kernel
 #                                   still comes up
 #   patched_resets_on_system_reset  with it, once the guest ran, a
 #                                   system_reset (monitor) resets the
 #                                   device as before
-#   vf_stock_resets_at_cold_start   the controller's SR-IOV VF (the GPU-P
-#   vf_patched_skips_cold_start_reset  stand-in) passed through instead,
+#   patched_warns_without_function_reset  the opt-in on an edu (no
+#                                   function reset: reset_works=0) does
+#                                   nothing and says so at start, with
+#                                   the reason; the L2 still comes up
+#   vf_stock_resets_at_initial_reset  the controller's SR-IOV VF (the GPU-P
+#   vf_patched_skips_initial_reset  stand-in) passed through instead,
 #                                   L2 running l2_nvme_init.c as /init: the
 #                                   same counts, zeropin's container maps
 #                                   L2's RAM, and the VF's DMA (Identify
@@ -38,19 +42,23 @@ TAP_PREFIX=qemu_reset
 USERSPACE_S=900		# nested TCG: a whole L2 kernel boot, then /init
 L2_INITRD=/tests/nested/l2-nvme.cpio
 
-SKIP_OPT=",x-skip-cold-reset=on"	# the series' opt-in, on the device
+SKIP_OPT=",x-skip-initial-reset=on"	# the series' opt-in, on the device
+SKIP_TRACE=vfio_pci_reset_initial_skipped	# its trace event
+# QEMU's warning where the opt-in cannot act (hw/vfio/pci.c)
+NO_EFFECT="x-skip-initial-reset=on has no effect: the device has no function reset"
 
-# reset_run QEMU DEVICE-OPTIONS [MONITOR-COMMAND]: the L2 with the
-# controller passed through, to its first line (then the monitor
-# command); sets RESETS (the VFIO_DEVICE_RESET calls), LINE (1 when the
-# kernel line came), TRACE.
+# reset_run QEMU DEVICE-OPTIONS [MONITOR-COMMAND [DEVICE]]: the L2 with
+# the controller (or DEVICE) passed through, to its first line (then the
+# monitor command); sets RESETS (the VFIO_DEVICE_RESET calls), LINE (1
+# when the kernel line came), TRACE, READY_S (QEMU's launch to its main
+# loop, the initial reset included).
 reset_run() {
 	local qemu="$1" trace=()
 	rm -f /tmp/l2.trace
-	[ "$qemu" = "$PATCHED" ] && trace=(-trace vfio_pci_reset_cold_skipped -D /tmp/l2.trace)
+	[ "$qemu" = "$PATCHED" ] && trace=(-trace "$SKIP_TRACE" -D /tmp/l2.trace)
 	l2_setup >/dev/null
 	l2_base_args
-	l2_kernel_args "$NVME" "$2"
+	l2_kernel_args "${4:-$NVME}" "$2"
 	vfio_count_reset
 	L2_THEN="${3:-}" l2_timed_start "$qemu" /tmp/l2.console 'Linux version' "${L2_BASE[@]}" "${trace[@]}" "${L2_KERNEL[@]}"
 	vfio_count_read
@@ -73,20 +81,38 @@ $ERR"
 
 test_stock() {
 	reset_run "$STOCK" ""
-	resets_once stock_resets_at_cold_start
+	resets_once stock_resets_at_initial_reset
 	reset_run "$PATCHED" ""
 	resets_once patched_resets_without_opt_in
+	READY_WITH_RESET_S=$READY_S
 }
 
 test_patched() {
 	reset_run "$PATCHED" "$SKIP_OPT"
 	if [ "$LINE" = 1 ] && [ "$RESETS" = 0 ] &&
-		echo "$TRACE" | grep -q "vfio_pci_reset_cold_skipped $NVME"; then
-		ok patched_skips_cold_start_reset
+		echo "$TRACE" | grep -q "$SKIP_TRACE $NVME"; then
+		ok patched_skips_initial_reset
 	else
-		not_ok patched_skips_cold_start_reset "first line: $LINE, VFIO_DEVICE_RESET: $RESETS (expected 0)
+		not_ok patched_skips_initial_reset "first line: $LINE, VFIO_DEVICE_RESET: $RESETS (expected 0)
 $TRACE
 $ERR"
+	fi
+	echo "# QEMU launch to its main loop: ${READY_WITH_RESET_S:-?} s with the initial reset, $READY_S s without (one run each, nested TCG)"
+}
+
+# The edu has no function reset (reset_works=0): QEMU falls back to its
+# own bus or PM reset, so the opt-in must not act, and must say so.
+test_patched_warns() {
+	if ! pci_bind "$EDU" vfio-pci; then
+		not_ok patched_warns_without_function_reset "could not bind $EDU to vfio-pci"
+		return
+	fi
+	reset_run "$PATCHED" "$SKIP_OPT" "" "$EDU"
+	if [ "$LINE" = 1 ] && grep -q "$EDU.*$NO_EFFECT" /tmp/l2.err && [ -z "$TRACE" ]; then
+		ok patched_warns_without_function_reset
+	else
+		not_ok patched_warns_without_function_reset "first line: $LINE, warnings: $(grep -c "$NO_EFFECT" /tmp/l2.err) (expected 1), trace: ${TRACE:-none} (expected none)
+$(cat /tmp/l2.err)"
 	fi
 }
 
@@ -106,7 +132,7 @@ $ERR"
 vf_run() {
 	local qemu="$1" maps0 trace=()
 	rm -f /tmp/l2.trace /tmp/l2.console
-	[ "$qemu" = "$PATCHED" ] && trace=(-trace vfio_pci_reset_cold_skipped -D /tmp/l2.trace)
+	[ "$qemu" = "$PATCHED" ] && trace=(-trace "$SKIP_TRACE" -D /tmp/l2.trace)
 	l2_setup >/dev/null
 	l2_base_args
 	vfio_count_reset
@@ -147,14 +173,14 @@ test_vf() {
 	local why
 	if ! VF=$(nvme_vf_create "$NVME" 2>/tmp/nvme_vf.err); then
 		why=$(cat /tmp/nvme_vf.err)
-		not_ok vf_stock_resets_at_cold_start "no VF: $why"
-		not_ok vf_patched_skips_cold_start_reset "no VF: $why"
+		not_ok vf_stock_resets_at_initial_reset "no VF: $why"
+		not_ok vf_patched_skips_initial_reset "no VF: $why"
 	else
 		sed 's/^\([^#]\)/# \1/' /tmp/nvme_vf.err
 		l2_retry 'l2-nvme: ' vf_run "$STOCK" ""
-		vf_check vf_stock_resets_at_cold_start 1
+		vf_check vf_stock_resets_at_initial_reset 1
 		l2_retry 'l2-nvme: ' vf_run "$PATCHED" "$SKIP_OPT"
-		vf_check vf_patched_skips_cold_start_reset 0 "vfio_pci_reset_cold_skipped $VF"
+		vf_check vf_patched_skips_initial_reset 0 "$SKIP_TRACE $VF"
 	fi
 	rm -f /tmp/nvme_vf.err
 	nvme_vf_remove "$NVME"
@@ -167,10 +193,11 @@ main() {
 	pci_bind "$NVME" vfio-pci || skip_all "could not bind $NVME to vfio-pci"
 	vfio_count_arm || skip_all "no kprobe events in this kernel"
 	echo "TAP version 13"
-	echo "1..6"
+	echo "1..7"
 	test_stock
 	test_patched
 	test_patched_system_reset
+	test_patched_warns
 	test_vf
 	vfio_count_disarm
 	umount "$MNT" 2>/dev/null

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * zfs_qemu - QEMU 7.2 (Debian's, and zeropin's patched build) backs guest RAM with zeropinfs
- * and passes an edu device through with vfio-pci, as a GPU VM would:
+ * zfs_qemu - QEMU (the lab's Debian QEMU, and make qemu's patched build of
+ * Debian 13's 10.0) backs guest RAM with zeropinfs and passes an edu device
+ * through with vfio-pci, as a GPU VM would:
  *   -object memory-backend-file,mem-path=FILE,share=on,align=2M   (a file)
  *   mem-path=DIR/libvirt/qemu/1-vm          (libvirt's memory_backing_dir:
  *                                            QEMU creates and unlinks a file)
  * Debian's QEMU needs align=2M for PMD mappings; zeropin's series (make
- * qemu: patched; its patch 5 maps file-backed RAM aligned like anonymous
- * RAM, to 2 MiB) needs no option, so each layout runs under both.
+ * qemu: patched; its patch 5 maps file-backed RAM PMD-aligned) needs no
+ * option, so each layout runs under both.
  * VFIO pins all of guest RAM at start, through zeropin's backend (QEMU
  * asks for TYPE1v2 and gets zeropin); the test checks that it came from the
  * pool, that zeropin pinned all of it, that what QEMU has touched is
