@@ -50,8 +50,7 @@ NO_EFFECT="x-skip-initial-reset=on has no effect: the device has no function res
 # reset_run QEMU DEVICE-OPTIONS [MONITOR-COMMAND [DEVICE]]: the L2 with
 # the controller (or DEVICE) passed through, to its first line (then the
 # monitor command); sets RESETS (the VFIO_DEVICE_RESET calls), LINE (1
-# when the kernel line came), TRACE, READY_S (QEMU's launch to its main
-# loop, the initial reset included).
+# when the kernel line came), TRACE.
 reset_run() {
 	local qemu="$1" trace=()
 	rm -f /tmp/l2.trace
@@ -84,7 +83,6 @@ test_stock() {
 	resets_once stock_resets_at_initial_reset
 	reset_run "$PATCHED" ""
 	resets_once patched_resets_without_opt_in
-	READY_WITH_RESET_S=$READY_S
 }
 
 test_patched() {
@@ -97,7 +95,6 @@ test_patched() {
 $TRACE
 $ERR"
 	fi
-	echo "# QEMU launch to its main loop: ${READY_WITH_RESET_S:-?} s with the initial reset, $READY_S s without (one run each, nested TCG)"
 }
 
 # The edu has no function reset (reset_works=0): QEMU falls back to its
