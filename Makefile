@@ -160,7 +160,7 @@ check check-debug:
 	tests/run-selftests $(CHECK_SERIES)
 
 # make demo: on the Debian 13 lab host (scripts/lab-host), zeropin from its
-# packages; make demo DEBIAN=12: on the Debian 12 lab, with the +qemu rows.
+# packages; make demo DEBIAN=12: on the Debian 12 lab.
 demo:
 	DEMO_DEBIAN=$(if $(filter command line,$(origin DEBIAN)),$(DEBIAN),13) scripts/demo/run
 
