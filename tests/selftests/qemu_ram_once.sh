@@ -45,6 +45,14 @@
 #                               fault on its address afterwards (L2 sees
 #                               the data not come back, L1's IOMMU reports
 #                               the fault)
+#   series_prefixes             with the builds scripts/qemu-build --each
+#                               keeps (added to the lab by hand; skips
+#                               without them): the L2 under each prefix
+#                               of the series, SeaBIOS and SMM firmware,
+#                               what each patch changes (PREFIXES='2 3'
+#                               picks some; --prefixes runs it alone);
+#                               the RAM pinned never grows from one
+#                               prefix to the next
 #   dimm_placement_is_stock     a DIMM on zeropinfs is placed where stock
 #                               QEMU places it, and one at an explicit
 #                               4 KiB-aligned addr= (what libvirt records
@@ -73,7 +81,7 @@ OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
 SMM_FIRST_LINE_S=600	# nested TCG: OVMF with SMM to the kernel's first line
 # The RAM under TSEG (q35's default extended TSEG, 16 MiB) is the series'
 # alias of its own: a reset disables TSEG and shows it again, and OVMF's
-# Secure Boot build resets the machine once while it boots on a fresh
+# Secure Boot build resets the machine once while it boots, whatever its
 # variable store (traced: the alias and the BAR mapped again, nothing
 # else), so RAM once is the RAM plus that alias once more.
 SMM_TSEG_MIB=16
@@ -165,6 +173,41 @@ $REPORT"
 	else
 		not_ok patched_smm_maps_ram_once "first line: $LINE, $PINNED_MIB MiB pinned (at most $((GUEST_MIB + SMM_TSEG_MIB + ONCE_SLACK_MIB)); stock: $stock)
 $REPORT"
+	fi
+}
+
+# What each patch does: the L2 under every prefix of the series that
+# scripts/qemu-build --each kept (/opt/zeropin/qemu-prefix-N, N the
+# patches it carries; PREFIXES picks some), under SeaBIOS and under the
+# SMM firmware, beside stock and the whole series above (which test the
+# bounds). The RAM pinned never grows from one prefix to the next.
+test_prefixes() {
+	local n q prev_b="" prev_s="" bad=""
+	if ! ls -d /opt/zeropin/qemu-prefix-* >/dev/null 2>&1; then
+		ok "series_prefixes # SKIP no prefix builds in this lab boot (scripts/qemu-build --each; scripts/lab --add build/qemu/each/root)"
+		return
+	fi
+	for n in ${PREFIXES:-$(ls -d /opt/zeropin/qemu-prefix-* | sed 's/.*-//' | sort -n)}; do
+		q=/opt/zeropin/qemu-prefix-$n/bin/qemu-system-x86_64
+		[ -x "$q" ] || { bad="$bad no $q;"; continue; }
+		l2_setup >/dev/null
+		start_l2 "$q" ""
+		[ "$LINE" = 1 ] || bad="$bad prefix $n: no first line under SeaBIOS;"
+		[ -z "$prev_b" ] || [ "$PINNED_MIB" -le "$prev_b" ] || bad="$bad prefix $n pins more than the one before under SeaBIOS;"
+		prev_b=$PINNED_MIB
+		echo "# prefix $n, SeaBIOS: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
+		[ -f "$OVMF_SMM_CODE" ] && [ -f /l2/vmlinuz ] || continue
+		l2_setup >/dev/null
+		FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$q" "" smm
+		[ "$LINE" = 1 ] || bad="$bad prefix $n: no first line under SMM firmware;"
+		[ -z "$prev_s" ] || [ "$PINNED_MIB" -le "$prev_s" ] || bad="$bad prefix $n pins more than the one before under SMM firmware;"
+		prev_s=$PINNED_MIB
+		echo "# prefix $n, OVMF Secure Boot (SMM): $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
+	done
+	if [ -z "$bad" ]; then
+		ok series_prefixes
+	else
+		not_ok series_prefixes "$bad"
 	fi
 }
 
@@ -366,7 +409,14 @@ $ERR"
 main() {
 	l2_require
 	echo "TAP version 13"
-	echo "1..10"
+	if [ "${1:-}" = --prefixes ]; then	# series_prefixes alone
+		echo "1..1"
+		test_prefixes
+		umount "$MNT" 2>/dev/null
+		[ "$FAILS" = 0 ]
+		return
+	fi
+	echo "1..11"
 	test_stock
 	test_patched
 	test_smm
@@ -374,6 +424,7 @@ main() {
 	test_toggles
 	test_dimm_unplug
 	test_dimm_placement
+	test_prefixes
 	umount "$MNT" 2>/dev/null
 	[ "$FAILS" = 0 ]
 }
