@@ -170,8 +170,9 @@ MODULE_PARM_DESC(run_build,
 	"is a GiB or more short of its target; loose blocks fill the rest and "
 	"wherever a run cannot be had. A VFIO pin in an empty GiB of a file "
 	"takes a whole run. Writable at run time by root "
-	"[DEFAULT: N: a run migrates other tenants' memory and, on 6.1, may "
-	"reclaim directly; a host of VFIO guests turns it on]");
+	"[DEFAULT: N: a run migrates other tenants' memory and, on 6.1 and on "
+	"6.12 before 6.12.78 (Debian's before 6.12.85-1), may reclaim "
+	"directly; a host of VFIO guests turns it on]");
 
 /* A run migrates whatever the GiB held (page cache, anonymous memory):
  * a cost to the host, paid only when the node's last hand-out (a VM

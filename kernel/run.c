@@ -38,10 +38,13 @@ bool zp_runs_supported;
 /*
  * Runs are taken as the pool's refills are: never direct reclaim or
  * compaction in the pool's kthread (see pool.c, POOL_GFP_REFILL), never a
- * warning. 6.12 hands these bits to the migration of what the GiB held
- * as well; 6.1 migrates with GFP_USER | __GFP_RETRY_MAYFAIL of its own,
- * which is why a GiB is taken only where the zone has the room for what
- * must move (run_room()).
+ * warning. Only kernels with upstream f6037a4a6865 ("mm/page_alloc: sort
+ * out the alloc_contig_range() gfp flags mess": mainline, and 6.12.78 on, so
+ * Debian's 6.12.85-1 on) hand these bits to the migration of what the GiB
+ * held as well; 6.1 and 6.12 before .78 migrate with GFP_USER |
+ * __GFP_RETRY_MAYFAIL of their own, which may reclaim directly. That is
+ * why, on every kernel, a GiB is taken only where the zone has the room
+ * for what must move (run_room()).
  */
 const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
 
