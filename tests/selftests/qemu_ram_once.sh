@@ -48,7 +48,8 @@
 #   series_prefixes             with the builds scripts/qemu-build --each
 #                               keeps (added to the lab by hand; skips
 #                               without them): the L2 under each prefix
-#                               of the series, SeaBIOS and SMM firmware,
+#                               of the series, SeaBIOS, SMM firmware and
+#                               plain OVMF,
 #                               what each patch changes (PREFIXES='2 3'
 #                               picks some; --prefixes runs it alone);
 #                               the RAM pinned never grows from one
@@ -98,7 +99,19 @@ l2_smm_kernel_args() {
 		-device "vfio-pci,host=$EDU$1" -kernel /l2/vmlinuz -append "$L2_CMDLINE")
 }
 
-# start_l2 QEMU DEVICE-OPTIONS [smm]: run the L2 until its kernel's first
+# OVMF without SMM (Debian's plain build, what libvirt picks for UEFI
+# without secure boot): no TSEG, PAM segments set to RAM.
+OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd
+
+# The L2's firmware and kernel under plain OVMF, into L2_KERNEL.
+l2_ovmf_kernel_args() {
+	cp "$OVMF_VARS" /tmp/l2-vars.fd
+	L2_KERNEL=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE"
+		-drive "if=pflash,format=raw,unit=1,file=/tmp/l2-vars.fd"
+		-device "vfio-pci,host=$EDU$1" -kernel /l2/vmlinuz -append "$L2_CMDLINE")
+}
+
+# start_l2 QEMU DEVICE-OPTIONS [smm|ovmf]: run the L2 until its kernel's first
 # line (under SeaBIOS; with smm, under OVMF's Secure Boot build), then
 # quit through the monitor. Sets MAPS, UNMAPS, PINNED_MIB (zeropin's
 # counters over the run), REPORT (QEMU's stderr) and LINE (1 when the
@@ -109,6 +122,8 @@ start_l2() {
 	l2_base_args
 	if [ "${3:-}" = smm ]; then
 		l2_smm_kernel_args "$opts"
+	elif [ "${3:-}" = ovmf ]; then
+		l2_ovmf_kernel_args "$opts"
 	else
 		l2_kernel_args "$EDU" "$opts"
 	fi
@@ -178,11 +193,11 @@ $REPORT"
 
 # What each patch does: the L2 under every prefix of the series that
 # scripts/qemu-build --each kept (/opt/zeropin/qemu-prefix-N, N the
-# patches it carries; PREFIXES picks some), under SeaBIOS and under the
-# SMM firmware, beside stock and the whole series above (which test the
+# patches it carries; PREFIXES picks some), under SeaBIOS, the SMM
+# firmware and plain OVMF, beside stock and the whole series above (which test the
 # bounds). The RAM pinned never grows from one prefix to the next.
 test_prefixes() {
-	local n q prev_b="" prev_s="" bad=""
+	local n q prev_b="" prev_s="" prev_o="" bad=""
 	if ! ls -d /opt/zeropin/qemu-prefix-* >/dev/null 2>&1; then
 		ok "series_prefixes # SKIP no prefix builds in this lab boot (scripts/qemu-build --each; scripts/lab --add build/qemu/each/root)"
 		return
@@ -203,6 +218,13 @@ test_prefixes() {
 		[ -z "$prev_s" ] || [ "$PINNED_MIB" -le "$prev_s" ] || bad="$bad prefix $n pins more than the one before under SMM firmware;"
 		prev_s=$PINNED_MIB
 		echo "# prefix $n, OVMF Secure Boot (SMM): $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
+		[ -f "$OVMF_CODE" ] || continue
+		l2_setup >/dev/null
+		FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$q" "" ovmf
+		[ "$LINE" = 1 ] || bad="$bad prefix $n: no first line under OVMF;"
+		[ -z "$prev_o" ] || [ "$PINNED_MIB" -le "$prev_o" ] || bad="$bad prefix $n pins more than the one before under OVMF;"
+		prev_o=$PINNED_MIB
+		echo "# prefix $n, OVMF (no SMM): $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
 	done
 	if [ -z "$bad" ]; then
 		ok series_prefixes
