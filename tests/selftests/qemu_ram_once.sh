@@ -191,45 +191,50 @@ $REPORT"
 	fi
 }
 
+# prefix_start N QEMU FIRMWARE LABEL: one L2 start of prefix N under
+# FIRMWARE (start_l2's: "" SeaBIOS, smm, ovmf); its counts printed, and
+# into BAD when the kernel line did not come or it pinned more than the
+# prefix before it under the same firmware (PREV_PINNED[FIRMWARE]).
+prefix_start() {
+	local n="$1" q="$2" fw="$3" label="$4" prev
+	l2_setup >/dev/null
+	if [ -n "$fw" ]; then
+		FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$q" "" "$fw"
+	else
+		start_l2 "$q" ""
+	fi
+	prev=${PREV_PINNED[${fw:-seabios}]:-}
+	[ "$LINE" = 1 ] || BAD="$BAD prefix $n: no first line under $label;"
+	[ -z "$prev" ] || [ "$PINNED_MIB" -le "$prev" ] || BAD="$BAD prefix $n pins more than the one before under $label;"
+	PREV_PINNED[${fw:-seabios}]=$PINNED_MIB
+	echo "# prefix $n, $label: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
+}
+
 # What each patch does: the L2 under every prefix of the series that
 # scripts/qemu-build --each kept (/opt/zeropin/qemu-prefix-N, N the
 # patches it carries; PREFIXES picks some), under SeaBIOS, the SMM
-# firmware and plain OVMF, beside stock and the whole series above (which test the
-# bounds). The RAM pinned never grows from one prefix to the next.
+# firmware and plain OVMF, beside stock and the whole series above
+# (which test the bounds). The RAM pinned never grows from one prefix to the next.
 test_prefixes() {
-	local n q prev_b="" prev_s="" prev_o="" bad=""
-	if ! ls -d /opt/zeropin/qemu-prefix-* >/dev/null 2>&1; then
+	local n q all
+	declare -gA PREV_PINNED=()
+	BAD=""
+	all=$(ls -d /opt/zeropin/qemu-prefix-* 2>/dev/null | sed 's/.*-//' | sort -n)
+	if [ -z "$all" ]; then
 		ok "series_prefixes # SKIP no prefix builds in this lab boot (scripts/qemu-build --each; scripts/lab --add build/qemu/each/root)"
 		return
 	fi
-	for n in ${PREFIXES:-$(ls -d /opt/zeropin/qemu-prefix-* | sed 's/.*-//' | sort -n)}; do
+	for n in ${PREFIXES:-$all}; do
 		q=/opt/zeropin/qemu-prefix-$n/bin/qemu-system-x86_64
-		[ -x "$q" ] || { bad="$bad no $q;"; continue; }
-		l2_setup >/dev/null
-		start_l2 "$q" ""
-		[ "$LINE" = 1 ] || bad="$bad prefix $n: no first line under SeaBIOS;"
-		[ -z "$prev_b" ] || [ "$PINNED_MIB" -le "$prev_b" ] || bad="$bad prefix $n pins more than the one before under SeaBIOS;"
-		prev_b=$PINNED_MIB
-		echo "# prefix $n, SeaBIOS: $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
-		[ -f "$OVMF_SMM_CODE" ] && [ -f /l2/vmlinuz ] || continue
-		l2_setup >/dev/null
-		FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$q" "" smm
-		[ "$LINE" = 1 ] || bad="$bad prefix $n: no first line under SMM firmware;"
-		[ -z "$prev_s" ] || [ "$PINNED_MIB" -le "$prev_s" ] || bad="$bad prefix $n pins more than the one before under SMM firmware;"
-		prev_s=$PINNED_MIB
-		echo "# prefix $n, OVMF Secure Boot (SMM): $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
-		[ -f "$OVMF_CODE" ] || continue
-		l2_setup >/dev/null
-		FIRST_LINE_S=$SMM_FIRST_LINE_S start_l2 "$q" "" ovmf
-		[ "$LINE" = 1 ] || bad="$bad prefix $n: no first line under OVMF;"
-		[ -z "$prev_o" ] || [ "$PINNED_MIB" -le "$prev_o" ] || bad="$bad prefix $n pins more than the one before under OVMF;"
-		prev_o=$PINNED_MIB
-		echo "# prefix $n, OVMF (no SMM): $MAPS MAP_DMA, $UNMAPS UNMAP_DMA, $PINNED_MIB MiB pinned"
+		[ -x "$q" ] || { BAD="$BAD no $q;"; continue; }
+		prefix_start "$n" "$q" "" SeaBIOS
+		[ ! -f /l2/vmlinuz ] || [ ! -f "$OVMF_SMM_CODE" ] || prefix_start "$n" "$q" smm "OVMF Secure Boot (SMM)"
+		[ ! -f /l2/vmlinuz ] || [ ! -f "$OVMF_CODE" ] || prefix_start "$n" "$q" ovmf "OVMF (no SMM)"
 	done
-	if [ -z "$bad" ]; then
+	if [ -z "$BAD" ]; then
 		ok series_prefixes
 	else
-		not_ok series_prefixes "$bad"
+		not_ok series_prefixes "$BAD"
 	fi
 }
 
