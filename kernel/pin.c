@@ -70,6 +70,7 @@
 #include "compat.h"
 #include "iommu.h"
 #include "pin.h"
+#include "pool.h"
 #include "zfs.h"
 
 /*
@@ -259,7 +260,7 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 		if (run->kind == ZP_RUN_FOLIO_PINS)
 			unpin_user_pages_dirty_lock(&head, 1, dirty);
 		else
-			folio_put(folio);
+			zp_pool_put_held(folio);	/* maybe the last: poison */
 		since += nr;
 		if (since >= ZP_RELEASE_BATCH) {
 			since = 0;
@@ -766,6 +767,7 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 		.mmio_ok = mmio_ok,
 		.try_file = true,
 		.npages = npages,
+		.hand = { .start = vaddr, .end = vaddr + (npages << PAGE_SHIFT) },
 	};
 	unsigned long done = 0;
 	long got = 0;

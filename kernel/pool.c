@@ -79,6 +79,7 @@
 #include <linux/xarray.h>
 
 #include "compat.h"
+#include "park.h"
 #include "poison.h"
 #include "pool.h"
 #include "run.h"
@@ -281,6 +282,8 @@ struct pool_counters {
 	atomic_long_t runs_hand_stale;	/* blocks of a run a pin filed that left
 					 * the file before the pin reached them
 					 * (zfs.c: zfs_hand_take()) */
+	atomic_long_t runs_unfit;	/* runs a pin did not take: the GiB would
+					 * not fit the mount or the memcg */
 };
 
 static struct node_pool *node_pools[MAX_NUMNODES];
@@ -1207,16 +1210,51 @@ void zp_pool_count_hand_stale(void)
 	atomic_long_inc(&counters.runs_hand_stale);
 }
 
+void zp_pool_count_run_unfit(void)
+{
+	atomic_long_inc(&counters.runs_unfit);
+}
+
 /* Nothing for the kthread here: the folio goes to the page allocator once
  * its last user (a mapping, a DMA pin) lets go, and the pool's own count
- * did not change. May be called under the page cache's locks: no sleep. */
+ * did not change. A block something else still pins for DMA (type1) is
+ * parked until that pin goes (park.c), since its last put would be the
+ * pinner's, unchecked for poison. May be called under the page cache's
+ * locks: no sleep. */
 void zp_pool_release(struct folio *folio)
 {
 	if (page_put(folio))
 		return;
 	atomic_long_dec(&counters.inuse);
 	atomic_long_inc(&counters.returned);
-	pool_free(folio);
+	if (!zp_park(folio))
+		pool_free(folio);
+}
+
+/*
+ * A reference zeropin held beside the file's (a DMA pin, a pin walk's
+ * hand) is dropped. Once the block has left its file (a VMM that closed
+ * its RAM before its container, a punch or truncate of DMA-mapped RAM)
+ * this may be the last one, and the page allocator would take the 2 MiB
+ * block back with a poisoned page inside (free_pages_prepare() keeps
+ * poisoned pages out at order 0 only). So once any memory failure was
+ * reported since load (or none can be: zp_poison_watched()), the block is
+ * checked page by page first (512 page flags; the unpin path, not a
+ * fault's) and, poisoned, keeps this reference for good: set aside. It is
+ * counted here only when out of its file; a file still holding it sets it
+ * aside when it lets go (zp_pool_release()). Reading ->mapping is a hint:
+ * a block leaving its file meanwhile is checked there too. No lock; does
+ * not sleep.
+ */
+void zp_pool_put_held(struct folio *folio)
+{
+	if (folio_order(folio) == ZP_BLOCK_ORDER &&
+	    (zp_poison_seq() || !zp_poison_watched()) && block_poisoned(folio)) {
+		if (!READ_ONCE(folio->mapping))
+			set_aside(folio, true);
+		return;
+	}
+	folio_put(folio);
 }
 
 /* --- memory failure (poison.c) --- */
@@ -1563,6 +1601,7 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(runs_handed_out);
 	SHOW(runs_broken);
 	SHOW(runs_hand_stale);
+	SHOW(runs_unfit);
 #undef SHOW
 #define SHOW_MS(f, name) seq_printf(m, "%s %llu\n", name, \
 				    div_u64(atomic64_read(&counters.f), NSEC_PER_MSEC))
@@ -1572,6 +1611,7 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW_MS(runs_build_ns, "runs_build_ms");
 #undef SHOW_MS
 	seq_printf(m, "runs_1g %lu\n", full_runs());
+	seq_printf(m, "parked %lu\n", zp_parked());
 	seq_printf(m, "runs_supported %d\n", zp_runs_supported);
 	/* whether memory failure reports come (poison.c), and how many */
 	seq_printf(m, "poison_watched %d\n", zp_poison_watched());
@@ -1730,6 +1770,7 @@ int zp_pool_init(struct kobject *parent, struct dentry *debugfs_dir)
 					      &counters_fops);
 	blocks_dentry = debugfs_create_file("pool_blocks", 0400, debugfs_dir, NULL,
 					    &blocks_fops);
+	zp_park_init(pool_free);
 	zp_poison_watch(pool_memory_failure);	/* -ENOENT: checked at hand-out */
 	mutex_lock(&pool_mutex);
 	set_target_locked(DIV_ROUND_UP(pool_mib, ZP_BLOCK_SIZE >> 20));
@@ -1753,6 +1794,7 @@ void zp_pool_exit(void)
 	debugfs_remove(blocks_dentry);		/* before the nodes they read */
 	debugfs_remove(counters_dentry);
 	zp_poison_unwatch();
+	zp_park_exit();
 	sysfs_remove_group(pool_kobj, &pool_group);
 	kobject_put(pool_kobj);
 	zp_shrinker_destroy(pool_shrinker);

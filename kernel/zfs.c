@@ -65,6 +65,7 @@
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/huge_mm.h>
+#include <linux/memcontrol.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -379,22 +380,50 @@ static int zfs_add_page(struct inode *inode, pgoff_t index, int nid, struct foli
 }
 
 /*
- * File block k of a whole run in the file's GiB from first, charged to
- * the mount (zfs_insert_folio()). Returns 0 with the folio locked and
- * referenced, or the error (nothing charged; the block is the caller's to
+ * Whether the memcg a block filed now is charged to (the task's, as
+ * filemap_add_folio() picks it) and each of its ancestors have room for
+ * pages below their limit (the root's is none). A hint read without
+ * locks: a charge racing past it still fails the block it hits.
+ */
+static bool zfs_memcg_has_room(unsigned long pages)
+{
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(NULL), *m;
+	bool room = true;
+
+	for (m = memcg; m && room; m = parent_mem_cgroup(m))
+		room = page_counter_read(&m->memory) + pages <= READ_ONCE(m->memory.max);
+	mem_cgroup_put(memcg);
+	return room;
+#else
+	return true;
+#endif
+}
+
+/*
+ * Whether a run fits the file before it is taken from the pool: the
+ * mount is charged the whole GiB here (the caller gives back what it does
+ * not file) and the memcg has room for it. A run taken and then refused
+ * block by block would come apart, and a run may have cost a GiB of
+ * migration (run.c).
+ */
+static bool zfs_run_fits(struct inode *inode)
+{
+	if (!zfs_memcg_has_room(ZP_RUN_PAGES))
+		return false;
+	return charge_pages(inode->i_sb, ZP_RUN_PAGES);
+}
+
+/*
+ * File block k of a whole run in the file's GiB from first (the mount was
+ * charged by zfs_run_fits()). Returns 0 with the folio locked and
+ * referenced, or the error (the block and its charge are the caller's to
  * give back).
  */
 static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t first,
 			      unsigned long k)
 {
-	int ret;
-
-	if (!charge_pages(inode->i_sb, ZP_BLOCK_PAGES))
-		return -ENOSPC;
-	ret = zfs_insert_folio(inode, folio, first + k * ZP_BLOCK_PAGES);
-	if (ret)
-		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
-	return ret;
+	return zfs_insert_folio(inode, folio, first + k * ZP_BLOCK_PAGES);
 }
 
 /*
@@ -412,7 +441,7 @@ void zp_zfs_hand_release(struct zp_zfs_hand *hand)
 		return;
 	for (k = 0; k < ZP_RUN_BLOCKS; k++)
 		if (hand->blocks[k])
-			folio_put(hand->blocks[k]);
+			zp_pool_put_held(hand->blocks[k]);
 	kfree(hand->blocks);
 	hand->blocks = NULL;
 }
@@ -447,23 +476,39 @@ static struct folio *zfs_hand_take(struct zp_zfs_hand *hand, struct address_spac
 	hand->blocks[k] = NULL;
 	if (folio && (READ_ONCE(folio->mapping) != mapping || folio->index != index)) {
 		zp_pool_count_hand_stale();
-		folio_put(folio);
+		zp_pool_put_held(folio);	/* out of the file: maybe the last */
 		return NULL;
 	}
 	return folio;
 }
 
 /*
+ * Whether the GiB at file index first lies wholly inside the mapping and
+ * inside the pin's own range (hand): a run commits the whole GiB to the
+ * mount and the memcg, which only a pin of the whole GiB asks for (guest
+ * RAM mapped whole; not virtio-mem's 2 MiB plugs, nor a vIOMMU's buffers).
+ */
+static bool zfs_run_in_pin(pgoff_t first, struct vm_area_struct *vma,
+			   const struct zp_zfs_hand *hand)
+{
+	unsigned long addr;
+
+	if (first < vma->vm_pgoff || first + ZP_RUN_PAGES > vma->vm_pgoff + vma_pages(vma))
+		return false;
+	addr = vma->vm_start + ((first - vma->vm_pgoff) << PAGE_SHIFT);
+	return addr >= hand->start && addr + (ZP_RUN_PAGES << PAGE_SHIFT) <= hand->end;
+}
+
+/*
  * Whether a VFIO pin at index should take a whole run for its GiB: the
- * GiB lies wholly before EOF and inside the mapping (guest RAM: one file,
- * one mapping, pinned whole), the node's pool has a run, and the GiB
- * holds no folio yet.
+ * GiB lies wholly before EOF, inside the mapping and inside the pin
+ * (zfs_run_in_pin()), the node's pool has a run, and the GiB holds no
+ * folio yet.
  */
 static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_struct *vma,
-			   int nid)
+			   int nid, const struct zp_zfs_hand *hand)
 {
-	return first + ZP_RUN_PAGES <= eof_index(inode) && first >= vma->vm_pgoff &&
-	       first + ZP_RUN_PAGES <= vma->vm_pgoff + vma_pages(vma) &&
+	return first + ZP_RUN_PAGES <= eof_index(inode) && zfs_run_in_pin(first, vma, hand) &&
 	       zp_pool_run_ready(nid) &&
 	       !filemap_range_has_page(inode->i_mapping, (loff_t)first << PAGE_SHIFT,
 				       ((loff_t)(first + ZP_RUN_PAGES) << PAGE_SHIFT) - 1);
@@ -476,8 +521,9 @@ static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_st
  * physically contiguous and 1 GiB-aligned, and the IOMMU maps it with one
  * entry where the IOVA is aligned too (QEMU maps file offset 0 and the RAM
  * above 4 GiB at GiB-aligned guest addresses). The block for index goes
- * first: if it cannot be filed, the run goes back whole. Each block is
- * charged to the mount as it is filed. Returns 0 with *out the block
+ * first: if it cannot be filed, the run goes back whole. A run is taken
+ * only when the whole GiB fits the mount (charged first) and the memcg
+ * (zfs_run_fits()); a block not filed gives its charge back. Returns 0 with *out the block
  * holding index, locked and referenced; -EAGAIN when no run was filed
  * (the caller takes one block, or finds the one a racing task filed). A
  * later block a racing task filed first stays, and that run block goes
@@ -493,16 +539,23 @@ static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct
 	struct folio **blocks;
 	int err = 0;
 
-	if (!zfs_run_wanted(inode, first, vma, nid))
+	if (!zfs_run_wanted(inode, first, vma, nid, hand))
 		return -EAGAIN;
 	blocks = kmalloc_array(ZP_RUN_BLOCKS, sizeof(*blocks), GFP_KERNEL);
 	if (!blocks)
 		return -EAGAIN;
+	if (!zfs_run_fits(inode)) {
+		zp_pool_count_run_unfit();
+		kfree(blocks);
+		return -EAGAIN;
+	}
 	if (!zp_pool_get_run(nid, blocks)) {
+		uncharge_pages(inode->i_sb, ZP_RUN_PAGES);
 		kfree(blocks);
 		return -EAGAIN;
 	}
 	if (!blocks[mine] || zfs_file_run_block(inode, blocks[mine], first, mine)) {
+		uncharge_pages(inode->i_sb, ZP_RUN_PAGES);
 		zp_pool_put_unused_run(blocks);
 		kfree(blocks);
 		return -EAGAIN;
@@ -510,12 +563,17 @@ static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct
 	*out = blocks[mine];
 	blocks[mine] = NULL;
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
-		if (!blocks[k])
+		if (!blocks[k]) {
+			if (k != mine)	/* set aside when taken: not filed */
+				uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 			continue;
-		/* a memcg at its limit refuses the rest too: not asked again */
+		}
+		/* a memcg at its limit refuses the rest too: not asked again
+		 * (a charge that raced past zfs_run_fits()) */
 		if (err != -ENOMEM)
 			err = zfs_file_run_block(inode, blocks[k], first, k);
 		if (err) {
+			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 			zp_pool_put_unused(blocks[k]);
 			blocks[k] = NULL;
 			continue;

@@ -14,9 +14,13 @@ struct vm_area_struct;
  * whose blocks are not pinned yet: the pin's walk keeps it across
  * zp_zfs_pin_folios() calls (each a batch of the range) and takes the
  * blocks from it instead of looking each up again in the page cache.
- * Zeroed before first use; zp_zfs_hand_release() when the walk ends.
+ * Zeroed before first use but for the pin's range; zp_zfs_hand_release()
+ * when the walk ends.
  */
 struct zp_zfs_hand {
+	unsigned long start, end;	/* the whole pin's user range: a run
+					 * only for a GiB inside it, so a pin
+					 * commits no more than it asks for */
 	struct address_space *mapping;	/* the file's the run was filed in */
 	unsigned long first;		/* file index of the run's first block */
 	struct folio **blocks;		/* ZP_RUN_BLOCKS: filed and referenced,

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -149,4 +151,52 @@ bool kernel_at_least(int major, int minor)
 	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
 		return false;
 	return ma > major || (ma == major && mi >= minor);
+}
+
+#define CGROUP_ROOT	"/sys/fs/cgroup"
+
+static int cgroup_join(const char *dir)
+{
+	char path[320], pid[32];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return __write_file(path, pid);
+}
+
+int __memcg_enter(const char *name)
+{
+	char dir[128];
+	int ret;
+
+	mkdir(CGROUP_ROOT, 0755);
+	if (access(CGROUP_ROOT "/cgroup.subtree_control", F_OK) &&
+	    mount("none", CGROUP_ROOT, "cgroup2", 0, NULL) && errno != EBUSY)
+		return -errno;
+	ret = __write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
+	if (ret)
+		return ret;
+	snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s", name);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return cgroup_join(dir);
+}
+
+long memcg_current(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.current", name);
+	return read_file_long(path);
+}
+
+int __memcg_leave(const char *name)
+{
+	char dir[128];
+	int ret = cgroup_join(CGROUP_ROOT);
+
+	snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s", name);
+	if (!ret && rmdir(dir) && errno != ENOENT && errno != EBUSY)
+		ret = -errno;
+	return ret;
 }

@@ -46,4 +46,13 @@ int __write_file(const char *path, const char *s);
  * 0 or -errno (-EEXIST when it is loaded already). */
 int __insmod(const char *path, const char *params);
 
+/* Move this process into the cgroup v2 memory cgroup /sys/fs/cgroup/name
+ * (mounting cgroup2 and enabling the memory controller when needed), so
+ * what it charges can be read back; 0 or -errno. memcg_current() reads
+ * its memory.current in bytes (or -errno); __memcg_leave() moves the
+ * process back to the root cgroup and removes name. */
+int __memcg_enter(const char *name);
+long memcg_current(const char *name);
+int __memcg_leave(const char *name);
+
 #endif /* TEST_UTIL_H */

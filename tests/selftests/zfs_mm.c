@@ -927,4 +927,49 @@ TEST_F(idle_poison, poisoned_idle_block_is_never_handed_out)
 	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
 }
 
+/*
+ * Memory failure on a block mapped for DMA whose file is gone (a VMM that
+ * closed and unlinked its RAM before its container): the DMA mapping
+ * holds the block's last reference (zeropin's backend) or pin (type1,
+ * the pool keeping its reference until the pin goes), and at UNMAP_DMA
+ * the block must be set aside (counted), not given back to the page
+ * allocator with a poisoned page inside (it keeps poisoned pages out of
+ * its free lists only one at a time). The pool's target is 0 meanwhile,
+ * so no refill takes a freed block straight back.
+ */
+#define PARK_WAIT_MS		5000	/* park.c looks every second */
+
+TEST_F(idle_poison, dma_mapped_block_poisoned_after_its_file_is_gone)
+{
+	long poisoned = pool_counter("poisoned");
+	uint64_t block;
+	char pfn[32];
+	uint8_t *p;
+	int fd, ret;
+
+	fd = zfs_create(FILE_PATH, FILE_SIZE);
+	p = map_file(fd, FILE_SIZE, MAP_SHARED);
+	touch_range(p, FILE_SIZE, true);
+	vfio_map(self->container, p, IOVA_BASE, FILE_SIZE);
+	block = pfn_of(p);
+	ASSERT_NE(0, block);
+	ASSERT_EQ(0, block % (TAG_BLOCK / TAG_PAGE));
+	pool_write("target_mib", 0);
+	munmap(p, FILE_SIZE);
+	close(fd);
+	ASSERT_EQ(0, unlink(FILE_PATH));
+	EXPECT_EQ(0, pool_wait("inuse_mib", 0, 5000));
+
+	snprintf(pfn, sizeof(pfn), "%#lx", (unsigned long)block + 1);
+	ret = __write_file(HWPOISON_PFN, pfn);
+	ASSERT_TRUE(ret == 0 || ret == -EBUSY) TH_LOG("corrupt-pfn %s: %s", pfn, strerror(-ret));
+	vfio_unmap(self->container, IOVA_BASE, FILE_SIZE);
+	EXPECT_EQ(0, pool_counter_wait("poisoned", poisoned + 1, PARK_WAIT_MS))
+		TH_LOG("poisoned: %ld, was %ld", pool_counter("poisoned"), poisoned);
+	EXPECT_EQ(1, pfn_block_held(block))
+		TH_LOG("the poisoned block at pfn %#lx went back to the page allocator",
+		       (unsigned long)block);
+	EXPECT_EQ(0, pool_counter("parked"));
+}
+
 TEST_HARNESS_MAIN
