@@ -1,23 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * park.c - blocks a file let go of while another holder still pins them
- * for DMA: the kernel's own type1 over zeropinfs (zeropinfs with the
- * kernel's VFIO, docs/module.md), when the VMM's RAM file goes before its
- * container (a VMM that closes and unlinks its RAM first, a hole punched
- * or a file truncated under a DMA mapping). type1's unpin would then be
- * the block's last put, and the page allocator keeps poisoned pages out
- * of its free lists one page at a time only (free_pages_prepare(), order
- * 0): a 2 MiB block with a page memory failure marked after the file let
- * go would go back whole, for another tenant or the kernel. So the pool
- * keeps its reference here until the pin has gone, and then takes the
- * block back, checked page by page for poison (pool.c: set aside for good
- * or freed). zeropin's own backend holds plain references, not pins, and
- * checks at its own puts (zp_pool_put_held()).
+ * park.c - blocks a file let go of while something else still holds them:
+ * a DMA mapping, zeropin's (plain references) or the kernel's type1 over
+ * zeropinfs (pins), when the VMM's RAM file goes before its container (a
+ * VMM that exits closes its fds in order, the RAM's before the
+ * container's; a hole punched or a file truncated under a DMA mapping).
+ * That holder's put would then be the block's last, and the page
+ * allocator keeps poisoned pages out of its free lists one page at a time
+ * only (free_pages_prepare(), order 0): a 2 MiB block with a page memory
+ * failure marked after the file let go would go back whole, for another
+ * tenant or the kernel. So the pool keeps its reference here until the
+ * block's only holder is that reference, and then takes it back, checked
+ * page by page for poison (pool.c: set aside for good, or freed).
  *
- * A delayed work looks at the parked blocks every PARK_CHECK_MS while any
- * are parked. Locking: the xarray's own lock; the work item never runs
- * twice at once. A block is parked from the page cache's release path
- * (no sleep) and released from the work (process context).
+ * A delayed work (unbound: a VM's whole RAM may be parked at its exit)
+ * looks at the parked blocks every PARK_CHECK_MS while any are parked.
+ * Locking: the xarray's own lock; the work item never runs twice at once.
+ * A block is parked from the page cache's release (free_folio: process
+ * context, no spinlock held, the folio locked; no sleep here all the same)
+ * and released from the work.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": park: " fmt
 
@@ -30,25 +31,44 @@
 #include "park.h"
 #include "pool.h"
 
-/* How often the parked blocks are looked at: a VM's pins go when its VMM
- * exits or unmaps, and a block a second late back costs nothing. */
+/* How often the parked blocks are looked at: a VM's mappings go when its
+ * VMM exits or unmaps, and a block a second late back costs nothing. */
 #define PARK_CHECK_MS	1000
 
-static DEFINE_XARRAY(parked);			/* block head pfn >> ZP_BLOCK_ORDER -> folio */
+/*
+ * References a block held by nobody else has while its file lets go of it
+ * (zfs_free_folio()): the page cache's, one per page, the one the pool
+ * keeps (zfs.c: zfs_insert_folio()), and the truncating caller's. Any
+ * more, and something else holds it: a DMA mapping, or a holder for a
+ * moment (a per-CPU LRU batch, a pfn walker), which only parks it for a
+ * second.
+ */
+#define PARK_FILE_REFS(folio)	(folio_nr_pages(folio) + 2)
+
+static DEFINE_XARRAY(parked);			/* head pfn >> ZP_BLOCK_ORDER -> folio */
 static atomic_long_t nr_parked;			/* blocks in parked */
+static atomic_long_t nr_park_failed;		/* ... not parked: no room for the entry */
 static void (*park_release)(struct folio *folio);	/* the pool's taking back */
 
 static void park_check(struct work_struct *work);
 static DECLARE_DELAYED_WORK(park_work, park_check);
 
+static void park_schedule(void)
+{
+	queue_delayed_work(system_unbound_wq, &park_work, msecs_to_jiffies(PARK_CHECK_MS));
+}
+
 bool zp_park(struct folio *folio)
 {
-	if (!folio_maybe_dma_pinned(folio))
+	if (!folio_maybe_dma_pinned(folio) && folio_ref_count(folio) <= PARK_FILE_REFS(folio))
 		return false;
-	if (xa_is_err(xa_store(&parked, folio_pfn(folio) >> ZP_BLOCK_ORDER, folio, GFP_NOWAIT)))
+	if (xa_is_err(xa_store(&parked, folio_pfn(folio) >> ZP_BLOCK_ORDER, folio,
+			       GFP_NOWAIT | __GFP_NOWARN))) {
+		atomic_long_inc(&nr_park_failed);
 		return false;
+	}
 	atomic_long_inc(&nr_parked);
-	schedule_delayed_work(&park_work, msecs_to_jiffies(PARK_CHECK_MS));
+	park_schedule();
 	return true;
 }
 
@@ -57,8 +77,13 @@ unsigned long zp_parked(void)
 	return atomic_long_read(&nr_parked);
 }
 
-/* Only the parked reference holds the block now: no pin, no other user.
- * A speculative reference (a pfn walker's folio_try_get()) only delays it. */
+unsigned long zp_park_failed(void)
+{
+	return atomic_long_read(&nr_park_failed);
+}
+
+/* Only the parked reference holds the block now. A speculative reference
+ * (a pfn walker's folio_try_get()) only delays it. */
 static bool park_done(struct folio *folio)
 {
 	return !folio_maybe_dma_pinned(folio) && folio_ref_count(folio) == 1;
@@ -84,7 +109,7 @@ static void park_check(struct work_struct *work)
 {
 	park_sweep(false);
 	if (!xa_empty(&parked))
-		schedule_delayed_work(&park_work, msecs_to_jiffies(PARK_CHECK_MS));
+		park_schedule();
 }
 
 void zp_park_init(void (*release)(struct folio *folio))
@@ -92,8 +117,9 @@ void zp_park_init(void (*release)(struct folio *folio))
 	park_release = release;
 }
 
-/* Called once no file can let go of a block (every mount is gone, see
- * main.c): a block still pinned then is its pinner's to free, unchecked. */
+/* Called once no file can let go of a block (every mount is gone: each
+ * holds the module): a block still held then is its holder's to free,
+ * unchecked. */
 void zp_park_exit(void)
 {
 	cancel_delayed_work_sync(&park_work);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * park.h - blocks a file let go of while another holder still pins them
- * for DMA, kept until the pin goes.
+ * park.h - blocks a file let go of while something else still holds them
+ * (a DMA mapping), kept until it lets go, then checked for poison.
  */
 #ifndef ZEROPIN_PARK_H
 #define ZEROPIN_PARK_H
@@ -15,13 +15,15 @@ void zp_park_init(void (*release)(struct folio *folio));
 void zp_park_exit(void);
 
 /*
- * Keep folio, with the caller's reference, while something else pins it
- * for DMA (folio_maybe_dma_pinned()): true when parked (the reference is
- * park's now); false when it is not pinned, or no room could be had
- * without sleeping (the caller keeps its reference). Does not sleep.
+ * Keep folio, with the caller's reference, while something else holds it
+ * (pinned for DMA, or more references than a file letting go of it has):
+ * true when parked (the reference is park's now); false when nothing else
+ * holds it, or no room could be had without sleeping (counted; the caller
+ * keeps its reference). Called as the file lets go; does not sleep.
  */
 bool zp_park(struct folio *folio);
-/* Blocks parked now. */
+/* Blocks parked now; blocks not parked for want of room, since load. */
 unsigned long zp_parked(void);
+unsigned long zp_park_failed(void);
 
 #endif /* ZEROPIN_PARK_H */

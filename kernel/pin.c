@@ -70,7 +70,6 @@
 #include "compat.h"
 #include "iommu.h"
 #include "pin.h"
-#include "pool.h"
 #include "zfs.h"
 
 /*
@@ -260,7 +259,7 @@ static void zp_run_release(const struct zp_run *run, bool dirty)
 		if (run->kind == ZP_RUN_FOLIO_PINS)
 			unpin_user_pages_dirty_lock(&head, 1, dirty);
 		else
-			zp_pool_put_held(folio);	/* maybe the last: poison */
+			folio_put(folio);
 		since += nr;
 		if (since >= ZP_RELEASE_BATCH) {
 			since = 0;

@@ -282,8 +282,9 @@ struct pool_counters {
 	atomic_long_t runs_hand_stale;	/* blocks of a run a pin filed that left
 					 * the file before the pin reached them
 					 * (zfs.c: zfs_hand_take()) */
-	atomic_long_t runs_unfit;	/* runs a pin did not take: the GiB would
-					 * not fit the mount or the memcg */
+	atomic_long_t runs_unfit_mount;	/* runs a pin did not take: the GiB would
+					 * not fit the mount... */
+	atomic_long_t runs_unfit_memcg;	/* ... or the memcg, below its limit */
 };
 
 static struct node_pool *node_pools[MAX_NUMNODES];
@@ -1210,17 +1211,17 @@ void zp_pool_count_hand_stale(void)
 	atomic_long_inc(&counters.runs_hand_stale);
 }
 
-void zp_pool_count_run_unfit(void)
+void zp_pool_count_run_unfit(bool memcg)
 {
-	atomic_long_inc(&counters.runs_unfit);
+	atomic_long_inc(memcg ? &counters.runs_unfit_memcg : &counters.runs_unfit_mount);
 }
 
 /* Nothing for the kthread here: the folio goes to the page allocator once
  * its last user (a mapping, a DMA pin) lets go, and the pool's own count
- * did not change. A block something else still pins for DMA (type1) is
- * parked until that pin goes (park.c), since its last put would be the
- * pinner's, unchecked for poison. May be called under the page cache's
- * locks: no sleep. */
+ * did not change. A block something else still holds (a DMA mapping,
+ * zeropin's or type1's) is parked until it lets go (park.c), since that
+ * last put would give a poisoned block back unchecked. Called by the page
+ * cache's release (free_folio) with no spinlock held; does not sleep. */
 void zp_pool_release(struct folio *folio)
 {
 	if (page_put(folio))
@@ -1229,32 +1230,6 @@ void zp_pool_release(struct folio *folio)
 	atomic_long_inc(&counters.returned);
 	if (!zp_park(folio))
 		pool_free(folio);
-}
-
-/*
- * A reference zeropin held beside the file's (a DMA pin, a pin walk's
- * hand) is dropped. Once the block has left its file (a VMM that closed
- * its RAM before its container, a punch or truncate of DMA-mapped RAM)
- * this may be the last one, and the page allocator would take the 2 MiB
- * block back with a poisoned page inside (free_pages_prepare() keeps
- * poisoned pages out at order 0 only). So once any memory failure was
- * reported since load (or none can be: zp_poison_watched()), the block is
- * checked page by page first (512 page flags; the unpin path, not a
- * fault's) and, poisoned, keeps this reference for good: set aside. It is
- * counted here only when out of its file; a file still holding it sets it
- * aside when it lets go (zp_pool_release()). Reading ->mapping is a hint:
- * a block leaving its file meanwhile is checked there too. No lock; does
- * not sleep.
- */
-void zp_pool_put_held(struct folio *folio)
-{
-	if (folio_order(folio) == ZP_BLOCK_ORDER &&
-	    (zp_poison_seq() || !zp_poison_watched()) && block_poisoned(folio)) {
-		if (!READ_ONCE(folio->mapping))
-			set_aside(folio, true);
-		return;
-	}
-	folio_put(folio);
 }
 
 /* --- memory failure (poison.c) --- */
@@ -1601,7 +1576,8 @@ static int counters_show(struct seq_file *m, void *v)
 	SHOW(runs_handed_out);
 	SHOW(runs_broken);
 	SHOW(runs_hand_stale);
-	SHOW(runs_unfit);
+	SHOW(runs_unfit_mount);
+	SHOW(runs_unfit_memcg);
 #undef SHOW
 #define SHOW_MS(f, name) seq_printf(m, "%s %llu\n", name, \
 				    div_u64(atomic64_read(&counters.f), NSEC_PER_MSEC))
@@ -1612,6 +1588,7 @@ static int counters_show(struct seq_file *m, void *v)
 #undef SHOW_MS
 	seq_printf(m, "runs_1g %lu\n", full_runs());
 	seq_printf(m, "parked %lu\n", zp_parked());
+	seq_printf(m, "park_failed %lu\n", zp_park_failed());
 	seq_printf(m, "runs_supported %d\n", zp_runs_supported);
 	/* whether memory failure reports come (poison.c), and how many */
 	seq_printf(m, "poison_watched %d\n", zp_poison_watched());

@@ -53,8 +53,8 @@ void zp_pool_put_unused_run(struct folio **blocks);
  * reached it (debugfs runs_hand_stale). */
 void zp_pool_count_hand_stale(void);
 /* Count a run a pin did not take because its GiB would not fit the mount
- * or the memcg (debugfs runs_unfit). */
-void zp_pool_count_run_unfit(void);
+ * or (memcg) the memcg (debugfs runs_unfit_mount, runs_unfit_memcg). */
+void zp_pool_count_run_unfit(bool memcg);
 
 /*
  * A zeroed 4 KiB folio from the page allocator (node nid preferred), for
@@ -72,10 +72,5 @@ void zp_pool_put_unused(struct folio *folio);
  * takes over the reference the file held, and drops it unless a page of
  * a block is poisoned (then the block is set aside for good). */
 void zp_pool_release(struct folio *folio);
-
-/* Drop a reference held on a folio beside its file's (a DMA pin, a pin
- * walk's hand); a block with a poisoned page keeps it for good, since
- * the reference may be the block's last. Does not sleep. */
-void zp_pool_put_held(struct folio *folio);
 
 #endif /* ZEROPIN_POOL_H */

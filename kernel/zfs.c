@@ -401,29 +401,48 @@ static bool zfs_memcg_has_room(unsigned long pages)
 }
 
 /*
- * Whether a run fits the file before it is taken from the pool: the
- * mount is charged the whole GiB here (the caller gives back what it does
- * not file) and the memcg has room for it. A run taken and then refused
- * block by block would come apart, and a run may have cost a GiB of
- * migration (run.c).
+ * Whether a run fits the file before it is taken from the pool: the mount
+ * and the memcg have room for the whole GiB now. A run taken and then
+ * refused block by block would come apart, and a run may have cost a GiB
+ * of migration (run.c). Both are hints, read without charging: charging
+ * the GiB ahead would make a racing fault in another file of a shared
+ * mount fail within a GiB of full. A charge racing past them still fails
+ * the block it hits (the rest of the run goes back block by block). The
+ * memcg's check cannot see what reclaim would free below its limit: a
+ * memcg full of page cache gets blocks, not a run (runs_unfit_memcg).
  */
 static bool zfs_run_fits(struct inode *inode)
 {
-	if (!zfs_memcg_has_room(ZP_RUN_PAGES))
+	struct zfs_sb_info *sbi = ZFS_SB(inode->i_sb);
+
+	if (atomic_long_read(&sbi->used_pages) + ZP_RUN_PAGES > sbi->max_pages) {
+		zp_pool_count_run_unfit(false);
 		return false;
-	return charge_pages(inode->i_sb, ZP_RUN_PAGES);
+	}
+	if (!zfs_memcg_has_room(ZP_RUN_PAGES)) {
+		zp_pool_count_run_unfit(true);
+		return false;
+	}
+	return true;
 }
 
 /*
- * File block k of a whole run in the file's GiB from first (the mount was
- * charged by zfs_run_fits()). Returns 0 with the folio locked and
- * referenced, or the error (the block and its charge are the caller's to
+ * File block k of a whole run in the file's GiB from first, charged to
+ * the mount (zfs_insert_folio()). Returns 0 with the folio locked and
+ * referenced, or the error (nothing charged; the block is the caller's to
  * give back).
  */
 static int zfs_file_run_block(struct inode *inode, struct folio *folio, pgoff_t first,
 			      unsigned long k)
 {
-	return zfs_insert_folio(inode, folio, first + k * ZP_BLOCK_PAGES);
+	int ret;
+
+	if (!charge_pages(inode->i_sb, ZP_BLOCK_PAGES))
+		return -ENOSPC;
+	ret = zfs_insert_folio(inode, folio, first + k * ZP_BLOCK_PAGES);
+	if (ret)
+		uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+	return ret;
 }
 
 /*
@@ -441,7 +460,7 @@ void zp_zfs_hand_release(struct zp_zfs_hand *hand)
 		return;
 	for (k = 0; k < ZP_RUN_BLOCKS; k++)
 		if (hand->blocks[k])
-			zp_pool_put_held(hand->blocks[k]);
+			folio_put(hand->blocks[k]);
 	kfree(hand->blocks);
 	hand->blocks = NULL;
 }
@@ -476,7 +495,7 @@ static struct folio *zfs_hand_take(struct zp_zfs_hand *hand, struct address_spac
 	hand->blocks[k] = NULL;
 	if (folio && (READ_ONCE(folio->mapping) != mapping || folio->index != index)) {
 		zp_pool_count_hand_stale();
-		zp_pool_put_held(folio);	/* out of the file: maybe the last */
+		folio_put(folio);
 		return NULL;
 	}
 	return folio;
@@ -522,9 +541,9 @@ static bool zfs_run_wanted(struct inode *inode, pgoff_t first, struct vm_area_st
  * entry where the IOVA is aligned too (QEMU maps file offset 0 and the RAM
  * above 4 GiB at GiB-aligned guest addresses). The block for index goes
  * first: if it cannot be filed, the run goes back whole. A run is taken
- * only when the whole GiB fits the mount (charged first) and the memcg
- * (zfs_run_fits()); a block not filed gives its charge back. Returns 0 with *out the block
- * holding index, locked and referenced; -EAGAIN when no run was filed
+ * only when the whole GiB fits the mount and the memcg (zfs_run_fits());
+ * each block is charged to the mount as it is filed. Returns 0 with *out
+ * the block holding index, locked and referenced; -EAGAIN when no run was filed
  * (the caller takes one block, or finds the one a racing task filed). A
  * later block a racing task filed first stays, and that run block goes
  * back to the pool (2 MiB entries there). The blocks filed after index go
@@ -544,18 +563,11 @@ static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct
 	blocks = kmalloc_array(ZP_RUN_BLOCKS, sizeof(*blocks), GFP_KERNEL);
 	if (!blocks)
 		return -EAGAIN;
-	if (!zfs_run_fits(inode)) {
-		zp_pool_count_run_unfit();
-		kfree(blocks);
-		return -EAGAIN;
-	}
-	if (!zp_pool_get_run(nid, blocks)) {
-		uncharge_pages(inode->i_sb, ZP_RUN_PAGES);
+	if (!zfs_run_fits(inode) || !zp_pool_get_run(nid, blocks)) {
 		kfree(blocks);
 		return -EAGAIN;
 	}
 	if (!blocks[mine] || zfs_file_run_block(inode, blocks[mine], first, mine)) {
-		uncharge_pages(inode->i_sb, ZP_RUN_PAGES);
 		zp_pool_put_unused_run(blocks);
 		kfree(blocks);
 		return -EAGAIN;
@@ -563,17 +575,13 @@ static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct
 	*out = blocks[mine];
 	blocks[mine] = NULL;
 	for (k = 0; k < ZP_RUN_BLOCKS; k++) {
-		if (!blocks[k]) {
-			if (k != mine)	/* set aside when taken: not filed */
-				uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
+		if (!blocks[k])
 			continue;
-		}
 		/* a memcg at its limit refuses the rest too: not asked again
 		 * (a charge that raced past zfs_run_fits()) */
 		if (err != -ENOMEM)
 			err = zfs_file_run_block(inode, blocks[k], first, k);
 		if (err) {
-			uncharge_pages(inode->i_sb, ZP_BLOCK_PAGES);
 			zp_pool_put_unused(blocks[k]);
 			blocks[k] = NULL;
 			continue;

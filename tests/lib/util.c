@@ -7,11 +7,13 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "util.h"
 
@@ -199,4 +201,23 @@ int __memcg_leave(const char *name)
 	if (!ret && rmdir(dir) && errno != ENOENT && errno != EBUSY)
 		ret = -errno;
 	return ret;
+}
+
+int __drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	d[CAP_TO_INDEX(CAP_IPC_LOCK)].permitted &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+int __set_memlock(size_t bytes)
+{
+	struct rlimit r = { .rlim_cur = bytes, .rlim_max = bytes };
+
+	return setrlimit(RLIMIT_MEMLOCK, &r) ? -errno : 0;
 }

@@ -55,4 +55,9 @@ int __memcg_enter(const char *name);
 long memcg_current(const char *name);
 int __memcg_leave(const char *name);
 
+/* Drop CAP_IPC_LOCK from this process for good, so RLIMIT_MEMLOCK
+ * applies to it; set that limit (bytes). 0 or -errno. */
+int __drop_ipc_lock(void);
+int __set_memlock(size_t bytes);
+
 #endif /* TEST_UTIL_H */

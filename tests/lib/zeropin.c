@@ -226,6 +226,11 @@ int pool_counter_wait(const char *name, long want, int timeout_ms)
 	return poll_until(pool_counter, name, want, POLL_AT_LEAST, timeout_ms);
 }
 
+int pool_counter_wait_at_most(const char *name, long want, int timeout_ms)
+{
+	return poll_until(pool_counter, name, want, POLL_AT_MOST, timeout_ms);
+}
+
 long iommu_counter(const char *name)
 {
 	return counters_read(ZEROPIN_IOMMU_COUNTERS, name);

@@ -44,6 +44,7 @@ int pool_wait_at_most(const char *name, long want, int timeout_ms);
 long pool_counter(const char *name);
 /* Poll that counter until it reaches at least want; 0, or -ETIMEDOUT. */
 int pool_counter_wait(const char *name, long want, int timeout_ms);
+int pool_counter_wait_at_most(const char *name, long want, int timeout_ms);
 /* A counter from debugfs zeropin/iommu_counters (the VFIO backend). */
 long iommu_counter(const char *name);
 /* The same with system calls only, for a bounded call (bounded.h). */

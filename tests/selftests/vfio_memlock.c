@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "backing.h"
+#include "util.h"
 #include "vfio_driver.h"
 #include "vfio_edu.h"
 #include "zeropin.h"
@@ -38,26 +39,6 @@ FIXTURE_VARIANT(memlock) {
 
 FIXTURE_VARIANT_ADD(memlock, type1) { .driver = DRIVER_TYPE1 };
 FIXTURE_VARIANT_ADD(memlock, zeropin) { .driver = DRIVER_ZEROPIN };
-
-/* Drop CAP_IPC_LOCK from this process for good: the limit applies. */
-static int __drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
-	d[CAP_TO_INDEX(CAP_IPC_LOCK)].permitted &= ~CAP_TO_MASK(CAP_IPC_LOCK);
-	return syscall(SYS_capset, &h, d) ? -errno : 0;
-}
-
-static int __set_memlock(size_t bytes)
-{
-	struct rlimit r = { .rlim_cur = bytes, .rlim_max = bytes };
-
-	return setrlimit(RLIMIT_MEMLOCK, &r) ? -errno : 0;
-}
 
 FIXTURE_SETUP(memlock)
 {

@@ -428,7 +428,7 @@ TEST_F_TIMEOUT(runs_dma, pin_of_part_of_a_gib_takes_no_run, 600)
 
 /*
  * A pin of a whole GiB into a mount that cannot hold it takes no run
- * (runs_unfit): it takes loose blocks until the mount is full, fails as
+ * (runs_unfit_mount): it takes loose blocks until the mount is full, fails as
  * type1 over the same file would, pins nothing, and every run stays
  * whole in the pool. (Taking the run first would hand it out and break it
  * block by block at -ENOSPC: a GiB that may have cost a migration.)
@@ -448,20 +448,70 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
 	p = map_file(fd, SZ_1G, MAP_SHARED);
 	handed = pool_counter("runs_handed_out");
 	broken = pool_counter("runs_broken");
-	unfit = pool_counter("runs_unfit");
+	unfit = pool_counter("runs_unfit_mount");
 
 	ret = __vfio_map(self->container, p, 8 * SZ_1G, SZ_1G,
 			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
 	EXPECT_NE(0, ret);
 	TH_LOG("MAP_DMA of a GiB into a mount of 1022 MiB: %s", strerror(-ret));
 	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
-	EXPECT_EQ(unfit + 1, pool_counter("runs_unfit"));
+	EXPECT_EQ(unfit + 1, pool_counter("runs_unfit_mount"));
 	EXPECT_EQ(handed, pool_counter("runs_handed_out"));
 	EXPECT_EQ(broken, pool_counter("runs_broken"));
 	EXPECT_EQ(VM_SIZE / SZ_1G, pool_read("runs_1g"));
 	munmap(p, SZ_1G);
 	close(fd);
 	zfs_umount(SMALL_MNT);
+}
+
+/* RLIMIT_MEMLOCK for the failed pin: it stops halfway into its GiB. */
+#define MEMLOCK_HALF	(SZ_1G / 2)
+/* How long a block a mapping held may stay parked once it lets go (the
+ * pool looks every second, park.c). */
+#define PARK_WAIT_MS	5000
+
+/*
+ * A pin of a whole GiB that fails after it filed the GiB's run
+ * (RLIMIT_MEMLOCK at half a GiB, CAP_IPC_LOCK dropped: the walk stops
+ * halfway, -ENOMEM) pins nothing and keeps no block: the blocks past the
+ * failure, filed and held by the walk (struct zp_zfs_hand), are let go
+ * with it, so once the file lets go of the GiB none is parked and every
+ * block of the pool's runs is back in the page allocator.
+ */
+TEST_F_TIMEOUT(runs_dma, failed_whole_gib_pin_keeps_no_block, 600)
+{
+	long handed = pool_counter("runs_handed_out"), held = 0, nblocks, i;
+	unsigned long *pfns = NULL;
+	int ret;
+
+	nblocks = pool_block_pfns(NULL, &pfns);
+	ASSERT_NE(NULL, pfns);
+	ASSERT_EQ(VM_SIZE / SZ_2M, nblocks);
+	ASSERT_EQ(0, __set_memlock(MEMLOCK_HALF));
+	ASSERT_EQ(0, __drop_ipc_lock());
+	ret = __vfio_map(self->container, self->ram, 4 * SZ_1G, SZ_1G,
+			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	EXPECT_EQ(-ENOMEM, ret) TH_LOG("MAP_DMA over RLIMIT_MEMLOCK: %s", strerror(-ret));
+	EXPECT_EQ(handed + 1, pool_counter("runs_handed_out"));
+	EXPECT_EQ(0, iommu_counter("pages_pinned"));
+
+	/* the pool lets go of what it holds and takes nothing more */
+	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
+	pool_write("target_mib", 0);
+	ASSERT_EQ(0, pool_wait_at_most("zero_mib", 0, RUNS_SETTLE_MS));
+	ASSERT_EQ(0, pool_wait_at_most("dirty_mib", 0, RUNS_SETTLE_MS));
+	munmap(self->ram, VM_SIZE);
+	self->ram = NULL;
+	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	EXPECT_EQ(0, pool_counter_wait_at_most("parked", 0, PARK_WAIT_MS))
+		TH_LOG("%ld blocks still parked", pool_counter("parked"));
+	for (i = 0; i < nblocks; i++) {
+		ret = pfn_block_held(pfns[i]);
+		ASSERT_LE(0, ret);
+		held += ret;
+	}
+	EXPECT_EQ(0, held) TH_LOG("%ld of the runs' %ld blocks still allocated", held, nblocks);
+	free(pfns);
 }
 
 /* The block the puncher takes out of the file's first GiB while the pin
