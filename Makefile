@@ -9,6 +9,10 @@
 #   make                 build zeropin.ko (KDIR=..., else the running kernel's
 #                        build directory, else the lab's 6.12 headers)
 #   make KVER=6.1|6.12   build against a lab kernel (fetched on demand)
+#   make KVER=7.2        upstream's newest, Debian unstable's kernel: its
+#                        headers through a private apt state, the module
+#                        built in a sid root with sid's gcc, the compiler
+#                        that kernel was built with (scripts/kernel-make)
 #   make tests           build the selftests and benchmarks (static binaries)
 #   make qemu            Debian 13's QEMU 10.0 built stock and with
 #                        qemu-patches/debian-13/ (scripts/qemu-build), under
@@ -72,6 +76,12 @@ endif
 # under build/ keeps the source folders clean.
 MODDIR := $(BUILD)/module/$(TAG)
 
+# A lab kernel of another Debian suite (tests/lab/kernels' fourth field)
+# builds in that suite's root with its compiler (scripts/kernel-make); the
+# root's make hears nothing of ours, so -s is passed on by hand.
+KSUITE := $(if $(KVER),$(shell awk '$$1 == "$(KVER)" { print $$4 }' tests/lab/kernels))
+KMAKE  := $(if $(KSUITE),scripts/kernel-make $(KVER) $(if $(findstring s,$(firstword -$(MAKEFLAGS))),-s),$(MAKE) -C $(KDIR))
+
 VERSION    := $(shell sed -n 's/^\#define ZEROPIN_VERSION "\(.*\)"/\1/p' kernel/zeropin.h)
 DKMS_SRC   ?= /usr/src/zeropin-$(VERSION)
 
@@ -82,7 +92,7 @@ all: module
 module: kernel-headers
 	@mkdir -p $(MODDIR)/kernel
 	@for f in $(SRCS); do ln -sfn $(CURDIR)/$$f $(MODDIR)/$$f; done
-	$(MAKE) -C $(KDIR) M=$(MODDIR) modules
+	$(KMAKE) M=$(MODDIR) modules
 	@echo "built $(MODDIR)/kernel/zeropin.ko"
 
 kernel-headers:

@@ -23,6 +23,35 @@ recorded_abi() {
 	awk -v s="$1" '$1 == s { print $2 }' "$ZP_ROOT/tests/lab/kernels"
 }
 
+# The Debian suite a kernel series comes from: tests/lab/kernels' fourth
+# field (sid for upstream's newest), empty for this machine's own sources.
+recorded_suite() {
+	awk -v s="$1" '$1 == s { print $4 }' "$ZP_ROOT/tests/lab/kernels"
+}
+
+# apt options for a private apt state of SUITE under build/kernels/apt/
+# (its lists fetched once), so that another suite's packages can be
+# downloaded without touching this machine's apt state; nothing for an
+# empty SUITE (this machine's own sources). The options hold no spaces.
+kernel_apt_opts() {
+	local suite="$1" dir mirror opts
+	[ -n "$suite" ] || return 0
+	dir="$ZP_BUILD/kernels/apt/$suite"
+	if [ ! -f "$dir/sources.list" ]; then
+		mirror=$(debian_mirror) || die "no Debian mirror in this machine's apt sources"
+		mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+		printf 'deb %s %s main\ndeb-src %s %s main\n' "$mirror" "$suite" "$mirror" "$suite" >"$dir/sources.list"
+	fi
+	opts="-o Dir::Etc::SourceList=$dir/sources.list -o Dir::Etc::SourceParts=/dev/null"
+	opts+=" -o Dir::State::Lists=$dir/lists -o Dir::Cache=$dir/cache"
+	if ! ls "$dir/lists/"*_Packages* >/dev/null 2>&1; then
+		log "fetching $suite's package lists (private apt state in $dir)"
+		# shellcheck disable=SC2086 # the options split into words
+		apt-get $opts update -q >&2 || warn "apt-get update of $suite's lists reported errors"
+	fi
+	echo "$opts"
+}
+
 # Where a lab kernel series is unpacked (see scripts/lab-kernel).
 kernel_dir() {
 	echo "$ZP_BUILD/kernels/$1"
@@ -35,13 +64,16 @@ kernel_abi() {
 }
 
 # Path of a package's .deb cached under build/kernels/debs, downloaded with
-# apt-get download first if missing (never installed). Newest version wins.
+# apt-get download first if missing (never installed), from SUITE's
+# private apt state when one is named. Newest version wins.
 cached_deb() {
-	local pkg="$1" debs="$ZP_BUILD/kernels/debs" deb
+	local pkg="$1" suite="${2:-}" debs="$ZP_BUILD/kernels/debs" deb opts
 	mkdir -p "$debs"
 	if ! ls "$debs/${pkg}_"*.deb >/dev/null 2>&1; then
-		log "downloading $pkg"
-		(cd "$debs" && apt-get download -q "$pkg" 2>&1 |
+		opts=$(kernel_apt_opts "$suite")
+		log "downloading $pkg${suite:+ ($suite)}"
+		# shellcheck disable=SC2086 # the options split into words
+		(cd "$debs" && apt-get $opts download -q "$pkg" 2>&1 |
 			grep -v '^W: Download is performed unsandboxed' >&2 || true)
 	fi
 	deb=$(ls "$debs/${pkg}_"*.deb 2>/dev/null | sort -V | tail -n 1)
@@ -73,7 +105,7 @@ linux_source_files() {
 	series=$(base_series "$1")
 	out="$(kernel_dir "$series")/src"
 	if [ ! -f "$out/version" ]; then
-		deb=$(cached_deb "linux-source-$series")
+		deb=$(cached_deb "linux-source-$series" "$(recorded_suite "$series")")
 		tmp=$(mktemp -d)
 		linux_source_tarball "$deb" |
 			tar -xJ -C "$tmp" --strip-components=1 --wildcards \
@@ -91,11 +123,11 @@ linux_source_files() {
 }
 
 # 6.12-debug: the debug lab kernel built from 6.12's source
-# (scripts/lab-debug-kernel).
+# (scripts/lab-debug-kernel). 7.2: upstream's newest, Debian unstable's.
 check_series() {
 	case "$1" in
-	6.12 | 6.1 | 6.12-debug) ;;
-	*) die "unknown kernel series '$1' (supported: 6.12, 6.1, 6.12-debug)" ;;
+	6.12 | 6.1 | 6.12-debug | 7.2) ;;
+	*) die "unknown kernel series '$1' (supported: 6.12, 6.1, 6.12-debug, 7.2)" ;;
 	esac
 }
 
