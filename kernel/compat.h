@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * compat.h - every difference between the supported kernel series
- * (Debian 12: 6.1 and 6.12) lives here, behind one name each, so the rest
- * of the module reads as if there were one kernel.
+ * (Debian 12: 6.1 and 6.12; upstream's newest as Debian unstable ships
+ * it: 7.2) lives here, behind one name each, so the rest of the module
+ * reads as if there were one kernel.
  */
 #ifndef ZEROPIN_COMPAT_H
 #define ZEROPIN_COMPAT_H
@@ -16,6 +17,14 @@
 #include <linux/module.h>
 #include <linux/pagemap.h>
 #include <linux/scatterlist.h>
+/* struct folio_batch: linux/pagevec.h, renamed linux/folio_batch.h after
+ * 6.12 once the last pagevec was gone ("mm: rename pagevec.h to
+ * folio_batch.h"); asked of the headers, not of a version */
+#if __has_include(<linux/folio_batch.h>)
+#include <linux/folio_batch.h>
+#else
+#include <linux/pagevec.h>
+#endif
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 #include <linux/vfio.h>
@@ -42,9 +51,16 @@ static inline struct folio *zp_folio_alloc_node(gfp_t gfp, unsigned int order, i
  * neither series. Needs CONFIG_CONTIG_ALLOC (Debian: both series). --- */
 #ifdef CONFIG_CONTIG_ALLOC
 #define ZP_HAVE_CONTIG_ALLOC	1
+/* Since 6.16 ("mm/page_isolation: remove migratetype parameter from more
+ * functions") the third argument is acr_flags_t, not a migratetype: a
+ * plain integer either way, so passing MIGRATE_MOVABLE (1) there would
+ * still compile and mean ACR_FLAGS_CMA (isolation for a CMA area).
+ * ACR_FLAGS_NONE is the ordinary request MIGRATE_MOVABLE was. */
 static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, gfp_t gfp)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+	return alloc_contig_range_noprof(start, end, ACR_FLAGS_NONE, gfp);
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
 	return alloc_contig_range_noprof(start, end, MIGRATE_MOVABLE, gfp);
 #else
 	return alloc_contig_range(start, end, MIGRATE_MOVABLE, gfp);
@@ -171,6 +187,28 @@ unfreeze:
 	return false;
 }
 
+/* --- a page's flags word: memdesc_flags_t, a struct around it, since
+ * 6.18 ("mm: introduce memdesc_flags_t") --- */
+static inline unsigned long zp_page_flags(const struct page *page)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+	return page->flags.f;
+#else
+	return page->flags;
+#endif
+}
+
+/* --- the page n pages after page, physically: nth_page() until 6.18,
+ * which removed it ("mm: remove nth_page()") once no folio spans a gap
+ * in the memmap. Runs and BAR ranges here are physically contiguous but
+ * not one folio, so step by pfn, as nth_page() did where the memmap has
+ * gaps (SPARSEMEM without VMEMMAP); with VMEMMAP (Debian's x86-64) both
+ * are page + n. --- */
+static inline struct page *zp_nth_page(struct page *page, unsigned long n)
+{
+	return pfn_to_page(page_to_pfn(page) + n);
+}
+
 /* --- page cache lookup: NULL on a miss before 6.3, ERR_PTR after --- */
 static inline struct folio *zp_filemap_lookup(struct address_space *mapping,
 					      pgoff_t index, int fgp_flags)
@@ -261,6 +299,55 @@ static inline void zp_inode_touch(struct inode *inode)
 	inode_set_mtime_to_ts(inode, inode_set_ctime_current(inode));
 #else
 	inode->i_mtime = inode->i_ctime = current_time(inode);
+#endif
+}
+
+/* --- VFS: ->mkdir returns the dentry it made (NULL: the one it was
+ * given) since 6.15 ("Change inode_operations.mkdir to return struct
+ * dentry *"); an int before --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0)
+typedef struct dentry *zp_mkdir_ret_t;
+#define ZP_MKDIR_RET(err)	ERR_PTR(err)
+#else
+typedef int zp_mkdir_ret_t;
+#define ZP_MKDIR_RET(err)	(err)
+#endif
+
+/* --- VFS: an inode dropped at its last iput() (a RAM filesystem keeps
+ * nothing unreferenced): generic_delete_inode(), renamed
+ * inode_just_drop() in 6.18 ("fs: rename generic_delete_inode() and
+ * generic_drop_inode()") --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#define ZP_DROP_INODE	inode_just_drop
+#else
+#define ZP_DROP_INODE	generic_delete_inode
+#endif
+
+/* --- VFS: a name that lives in the dcache until unlinked, as on ramfs.
+ * Until 6.19 an extra reference (d_instantiate() + dget()), dropped by
+ * simple_unlink()/simple_rmdir() and, at unmount, by kill_litter_super().
+ * Since 6.19 ("new helper: d_make_persistent()", Al Viro's series that
+ * then removed kill_litter_super()) the dentry is marked persistent:
+ * simple_unlink()/simple_rmdir() drop it through d_make_discardable(),
+ * which WARNs on a dentry not made so, and unmount's
+ * shrink_dcache_for_umount() drops the rest under plain
+ * kill_anon_super(). simple_link() follows the same rule on each. --- */
+static inline void zp_d_make_persistent(struct dentry *dentry, struct inode *inode)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+	d_make_persistent(dentry, inode);
+#else
+	d_instantiate(dentry, inode);
+	dget(dentry);
+#endif
+}
+
+static inline void zp_kill_persistent_super(struct super_block *sb)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+	kill_anon_super(sb);
+#else
+	kill_litter_super(sb);
 #endif
 }
 

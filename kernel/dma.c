@@ -435,7 +435,7 @@ static int zp_map_chunk_sg(struct zp_domain *d, dma_addr_t iova,
 			size_t len = min_t(size_t, left, ZP_SG_MAX_BYTES);
 
 			sg_set_page(sg, page, len, 0);
-			page = nth_page(page, len >> PAGE_SHIFT);
+			page = zp_nth_page(page, len >> PAGE_SHIFT);
 			left -= len;
 			sg = sg_next(sg);
 		}

@@ -640,7 +640,7 @@ static long zp_runs_add_pages(struct zp_pinned *p, struct page **pages, long nr)
 
 	while (i < nr) {
 		for (n = 1; i + n < nr; n++)
-			if (pages[i + n] != nth_page(pages[i], n))
+			if (pages[i + n] != zp_nth_page(pages[i], n))
 				break;
 		if (zp_runs_append(p, page_to_pfn(pages[i]), n, ZP_RUN_PAGE_PINS))
 			break;

@@ -33,8 +33,9 @@ static struct tracepoint *mf_tp;		/* found and probed, else NULL */
 static void (*mf_fn)(unsigned long pfn);	/* what the probe calls */
 static atomic_t mf_seq;				/* failures reported */
 
-/* The tracepoint's TP_PROTO (include/ras/ras_event.h, 6.1 and 6.12 alike):
- * pfn, enum mf_action_page_type, enum mf_result. */
+/* The tracepoint's TP_PROTO (include/ras/ras_event.h in 6.1 and 6.12,
+ * include/trace/events/memory-failure.h in 7.2, the same name and
+ * arguments): pfn, enum mf_action_page_type, enum mf_result. */
 static void mf_probe(void *data, unsigned long pfn, int type, int result)
 {
 	atomic_inc(&mf_seq);	/* before fn takes its lock: see poison.h */

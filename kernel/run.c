@@ -215,7 +215,7 @@ static const char *run_check_page(struct folio *ours, struct folio *kern, unsign
 {
 	struct page *o = folio_page(ours, i), *k = folio_page(kern, i);
 
-	if ((o->flags ^ k->flags) & PAGEFLAGS_MASK)
+	if ((zp_page_flags(o) ^ zp_page_flags(k)) & PAGEFLAGS_MASK)
 		return "page flags";
 	if (i == 0)
 		return NULL;

@@ -70,7 +70,6 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
-#include <linux/pagevec.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
@@ -652,8 +651,8 @@ static int zfs_add_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 		return -EINTR;
 	ret = zfs_add_page(inode, index, nid, out);
 	if (!ret)
-		pr_warn_ratelimited("inode %lu: no 2 MiB block for page %lu (memory fragmented, or the memcg near its limit): 4 KiB pages for that range\n",
-				    inode->i_ino, index);
+		pr_warn_ratelimited("inode %llu: no 2 MiB block for page %lu (memory fragmented, or the memcg near its limit): 4 KiB pages for that range\n",
+				    (unsigned long long)inode->i_ino, index);
 	return ret;
 }
 
@@ -685,7 +684,8 @@ static int zfs_get_folio(struct inode *inode, pgoff_t index, struct vm_area_stru
 		if (ret != -EEXIST)
 			return ret;
 	}
-	pr_warn_ratelimited("inode %lu: no folio could be added at page %lu\n", inode->i_ino, index);
+	pr_warn_ratelimited("inode %llu: no folio could be added at page %lu\n",
+			    (unsigned long long)inode->i_ino, index);
 	return -EIO;
 }
 
@@ -740,8 +740,7 @@ static int zfs_new_entry(struct inode *dir, struct dentry *dentry, umode_t mode)
 
 	if (!inode)
 		return -ENOSPC;
-	d_instantiate(dentry, inode);
-	dget(dentry);		/* pinned in the dcache, as on ramfs */
+	zp_d_make_persistent(dentry, inode);	/* pinned in the dcache, as on ramfs */
 	zp_inode_touch(dir);
 	return 0;
 }
@@ -752,14 +751,14 @@ static int zfs_create(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentr
 	return zfs_new_entry(dir, dentry, (mode & ~S_IFMT) | S_IFREG);
 }
 
-static int zfs_mkdir(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry,
-		     umode_t mode)
+static zp_mkdir_ret_t zfs_mkdir(zp_idmap_t *idmap, struct inode *dir, struct dentry *dentry,
+				umode_t mode)
 {
 	int ret = zfs_new_entry(dir, dentry, (mode & ~S_IFMT) | S_IFDIR);
 
 	if (!ret)
 		inc_nlink(dir);	/* the new directory's ".." */
-	return ret;
+	return ZP_MKDIR_RET(ret);
 }
 
 /*
@@ -791,8 +790,7 @@ static int zfs_symlink(zp_idmap_t *idmap, struct inode *dir, struct dentry *dent
 	inode->i_op = &simple_symlink_inode_operations;
 	inode->i_fop = NULL;
 	inode->i_size = len - 1;
-	d_instantiate(dentry, inode);
-	dget(dentry);		/* pinned in the dcache, as on ramfs */
+	zp_d_make_persistent(dentry, inode);	/* pinned in the dcache, as on ramfs */
 	zp_inode_touch(dir);
 	return 0;
 }
@@ -1414,7 +1412,7 @@ static int zfs_show_options(struct seq_file *m, struct dentry *root)
 
 static const struct super_operations zfs_sops = {
 	.statfs		= zfs_statfs,
-	.drop_inode	= generic_delete_inode,
+	.drop_inode	= ZP_DROP_INODE,
 	.evict_inode	= zfs_evict_inode,
 	.free_inode	= zfs_free_inode,
 	.show_options	= zfs_show_options,
@@ -1562,7 +1560,7 @@ static void zfs_kill_sb(struct super_block *sb)
 {
 	struct zfs_sb_info *sbi = ZFS_SB(sb);
 
-	kill_litter_super(sb);
+	zp_kill_persistent_super(sb);
 	WARN_ON(sbi && atomic_long_read(&sbi->used_pages));
 	kfree(sbi);
 }
