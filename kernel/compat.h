@@ -97,7 +97,12 @@ static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, 
  * (the THP parts): elsewhere false, and runs are off. false, nothing
  * changed, also when a tail is referenced (a transient reference: a
  * speculative lookup, memory failure's probe). --- */
-/* Mirrored for exactly these series; anywhere else runs are off. */
+/* Mirrored for exactly these series; anywhere else runs are off, 7.2
+ * included: its struct page and folio differ again (memdesc_flags_t,
+ * compound_info for compound_head, the rmap's _mm_id words beside the
+ * mapcounts), and it exports alloc_contig_frozen_range(), which makes a
+ * compound page itself (__GFP_COMP), a better start for runs there than
+ * a third mirror. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
 #define ZP_PREP_FOLIO_612	1
 #define ZP_HAVE_PREP_FOLIO	1
@@ -380,6 +385,12 @@ static inline bool zp_vma_suits_pmd(struct vm_area_struct *vma, unsigned long ad
  * none PMD whose folio do_set_pmd() refuses (a poisoned page): a fault
  * that would repeat forever. On 6.1 the handler declines outright --- */
 #define ZP_HUGE_FAULT_MAPS	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0))
+/* 7.2's fault path calls a file vma's ->huge_fault only where the THP
+ * sysfs policy allows (vma_can_map_huge_file(): "always", Debian's
+ * default, or "madvise" with MADV_HUGEPAGE on the vma); elsewhere the PMD
+ * comes from the page-sized path (finish_fault() -> do_set_pmd(), which
+ * does not read that policy) and ->map_pages, as on 6.1. No code
+ * differs: only the fast path is skipped. */
 
 /* --- keeping compaction away from a file's folios ---
  * zeropinfs folios never move (dirty, no ->migrate_folio, an extra
@@ -395,7 +406,8 @@ static inline bool zp_vma_suits_pmd(struct vm_area_struct *vma, unsigned long ad
  * Debian 12 kernel). On 6.1 nothing says so; the host's
  * vm.compact_unevictable_allowed = 0 does (README). Blocks are compound
  * pages, which compaction skips anyway. Recheck for every new series: a
- * split of AS_UNMOVABLE back out of AS_INACCESSIBLE has been proposed. --- */
+ * split of AS_UNMOVABLE back out of AS_INACCESSIBLE has been proposed
+ * (7.2 checked: the same three readers, the same flag). --- */
 static inline void zp_mapping_set_unmovable(struct address_space *mapping)
 {
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
