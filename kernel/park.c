@@ -14,7 +14,8 @@
  * page by page for poison (pool.c: set aside for good, or freed).
  *
  * A delayed work (unbound: a VM's whole RAM may be parked at its exit)
- * looks at the parked blocks every PARK_CHECK_MS while any are parked.
+ * looks at the parked blocks every PARK_CHECK_MS while any are parked,
+ * and at once when zeropin's backend has let go of a mapping.
  * Locking: the xarray's own lock; the work item never runs twice at once.
  * A block is parked from the page cache's release (free_folio: process
  * context, no spinlock held, the folio locked; no sleep here all the same)
@@ -70,6 +71,12 @@ bool zp_park(struct folio *folio)
 	atomic_long_inc(&nr_parked);
 	park_schedule();
 	return true;
+}
+
+void zp_park_kick(void)
+{
+	if (atomic_long_read(&nr_parked))
+		mod_delayed_work(system_unbound_wq, &park_work, 0);
 }
 
 unsigned long zp_parked(void)

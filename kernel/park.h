@@ -22,6 +22,9 @@ void zp_park_exit(void);
  * keeps its reference). Called as the file lets go; does not sleep.
  */
 bool zp_park(struct folio *folio);
+/* Look at the parked blocks now (a holder just let go), if any. Does not
+ * sleep. */
+void zp_park_kick(void);
 /* Blocks parked now; blocks not parked for want of room, since load. */
 unsigned long zp_parked(void);
 unsigned long zp_park_failed(void);

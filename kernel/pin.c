@@ -69,6 +69,7 @@
 
 #include "compat.h"
 #include "iommu.h"
+#include "park.h"
 #include "pin.h"
 #include "zfs.h"
 
@@ -316,6 +317,7 @@ static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
 		cond_resched();
 	}
 	zp_stat_add(pages_pinned, -(long)(p->npages - p->mmio_pages));
+	zp_park_kick();		/* a block out of its file may be free to go now */
 	zp_pinned_put_files(p);
 	p->mmio_unheld = false;
 	p->npages = 0;

@@ -231,6 +231,16 @@ int pool_counter_wait_at_most(const char *name, long want, int timeout_ms)
 	return poll_until(pool_counter, name, want, POLL_AT_MOST, timeout_ms);
 }
 
+/* park.c looks every second, and at once when zeropin unmaps. */
+#define PARK_SETTLE_MS	5000
+
+int pool_parked_settle(void)
+{
+	if (pool_counter("parked") < 0)	/* zeropin not loaded */
+		return 0;
+	return pool_counter_wait_at_most("parked", 0, PARK_SETTLE_MS);
+}
+
 long iommu_counter(const char *name)
 {
 	return counters_read(ZEROPIN_IOMMU_COUNTERS, name);

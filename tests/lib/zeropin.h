@@ -45,6 +45,10 @@ long pool_counter(const char *name);
 /* Poll that counter until it reaches at least want; 0, or -ETIMEDOUT. */
 int pool_counter_wait(const char *name, long want, int timeout_ms);
 int pool_counter_wait_at_most(const char *name, long want, int timeout_ms);
+/* Wait (bounded) until no block is parked (a block a file let go of while
+ * a DMA mapping held it goes back to the page allocator a moment after
+ * the mapping lets go): before a test reads free memory. 0 or -ETIMEDOUT. */
+int pool_parked_settle(void);
 /* A counter from debugfs zeropin/iommu_counters (the VFIO backend). */
 long iommu_counter(const char *name);
 /* The same with system calls only, for a bounded call (bounded.h). */

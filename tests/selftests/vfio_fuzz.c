@@ -538,6 +538,7 @@ TEST_F_TIMEOUT(fuzz, random_calls_lose_nothing_and_leak_nothing, 600)
 		EXPECT_EQ(0, iommu_counter("pages_pinned"));
 		EXPECT_EQ(0, iommu_counter("containers"));
 	}
+	EXPECT_EQ(0, pool_parked_settle());	/* blocks out of their files */
 	EXPECT_LT(self->free_kb - FREE_SLACK_KB, free_memory_kb());
 	ASSERT_TRUE(ok) TH_LOG("replay: FUZZ_SEED=%llu", (unsigned long long)self->f.seed);
 }

@@ -298,6 +298,7 @@ TEST_F_TIMEOUT(stress, everything_at_once_loses_nothing, 900)
 	 * refill to its target in a fragmented lab is not the question) */
 	pool_write("target_mib", 0);
 	EXPECT_EQ(0, pool_wait("zero_mib", 0, 60000));
+	EXPECT_EQ(0, pool_parked_settle());	/* blocks out of their files */
 	EXPECT_LT(self->free_kb - FREE_SLACK_KB, free_memory_kb());
 }
 

@@ -794,6 +794,7 @@ TEST_F_TIMEOUT(zfs_fuzz, random_calls_keep_every_byte_and_leak_nothing, 600)
 	EXPECT_EQ(0, pool_read("inuse_mib"));
 	EXPECT_EQ(MOUNT_MIB / 2, mount_free_blocks());
 	EXPECT_EQ(0, umount(ZFS_MNT));
+	EXPECT_EQ(0, pool_parked_settle());	/* blocks out of their files */
 	EXPECT_LT(self->free_kb - FREE_SLACK_KB, free_memory_kb());
 	EXPECT_EQ(0, self->mismatches);
 	ASSERT_TRUE(ok) TH_LOG("replay: FUZZ_SEED=%llu", (unsigned long long)self->f.seed);

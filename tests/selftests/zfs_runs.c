@@ -598,6 +598,10 @@ TEST_F_TIMEOUT(runs_dma, punched_while_pinning_keeps_no_block, 600)
 	munmap(self->ram, VM_SIZE);
 	self->ram = NULL;
 	ASSERT_EQ(0, ftruncate(self->fd, 0));
+	/* a block punched after the walk pinned it left the file mapped for
+	 * DMA: parked until the unmap let go of it, then freed (park.c) */
+	EXPECT_EQ(0, pool_counter_wait_at_most("parked", 0, PARK_WAIT_MS))
+		TH_LOG("%ld blocks still parked", pool_counter("parked"));
 	for (i = 0; i < nblocks; i++) {
 		ret = pfn_block_held(pfns[i]);
 		ASSERT_LE(0, ret);
