@@ -469,6 +469,22 @@ static inline void zp_folio_set_has_hwpoisoned(struct folio *folio)
 #endif
 }
 
+/* --- finish_fault() maps a whole large file folio with PTEs where it
+ * cannot with a PMD (7.2: every file, "mm/memory: do not populate page
+ * table entries beyond i_size"; 6.1 and 6.12 map the one page, and the
+ * whole folio for shmem only): it checks only the faulting page for
+ * poison, so a block with a poisoned page must not be handed to it. Any
+ * kernel after 6.12 is taken to do so. --- */
+#define ZP_FAULT_MAPS_FOLIO	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0))
+
+/* --- the unbound system workqueue: system_dfl_wq since 6.17, which
+ * warns of system_unbound_wq as deprecated on 7.2 --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define zp_unbound_wq		system_dfl_wq
+#else
+#define zp_unbound_wq		system_unbound_wq
+#endif
+
 /* --- PFNMAP (device BAR) lookup: follow_pfnmap_start() since 6.12 ---
  * The pfn mapped at addr in a VM_PFNMAP vma (caller holds the mmap lock)
  * and how many pages from addr on are sure to follow it contiguously: the

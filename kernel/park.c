@@ -29,6 +29,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "park.h"
 #include "pool.h"
 
@@ -56,7 +57,7 @@ static DECLARE_DELAYED_WORK(park_work, park_check);
 
 static void park_schedule(void)
 {
-	queue_delayed_work(system_unbound_wq, &park_work, msecs_to_jiffies(PARK_CHECK_MS));
+	queue_delayed_work(zp_unbound_wq, &park_work, msecs_to_jiffies(PARK_CHECK_MS));
 }
 
 bool zp_park(struct folio *folio)
@@ -76,7 +77,7 @@ bool zp_park(struct folio *folio)
 void zp_park_kick(void)
 {
 	if (atomic_long_read(&nr_parked))
-		mod_delayed_work(system_unbound_wq, &park_work, 0);
+		mod_delayed_work(zp_unbound_wq, &park_work, 0);
 }
 
 unsigned long zp_parked(void)

@@ -1163,6 +1163,14 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
 	if (err)
 		return fault_error(err);
 	vmf->page = folio_file_page(folio, vmf->pgoff);
+	/* the core refuses a poisoned vmf->page itself (VM_FAULT_HWPOISON);
+	 * a kernel whose finish_fault() maps the whole block would map its
+	 * poisoned page beside a healthy one: none of it is mapped then */
+	if (ZP_FAULT_MAPS_FOLIO && zp_folio_has_hwpoisoned(folio) && !PageHWPoison(vmf->page)) {
+		folio_unlock(folio);
+		folio_put(folio);
+		return VM_FAULT_SIGBUS;
+	}
 	return VM_FAULT_LOCKED;
 }
 
