@@ -33,7 +33,8 @@
 #                        host's life from the packages in it and in the
 #                        Debian 12 one (scripts/lab-host): install, reboot,
 #                        a GPU VM, upgrade while it runs, remove, purge
-#   make bench           the benchmarks in the lab, both kernels
+#   make bench           the benchmarks in the lab, both kernels and
+#                        upstream's newest (7.2: no runs rows there)
 #   make install         a real host: the host programs under PREFIX, the
 #                        libvirt hook and zeropin.service (enabled), the
 #                        module through DKMS (signed with DKMS's MOK key,
@@ -193,9 +194,9 @@ check-host:
 
 bench:
 	scripts/install-deps
-	@for k in $(LAB_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
+	@for k in $(LAB_SERIES) $(UPSTREAM_SERIES); do $(MAKE) --no-print-directory KVER=$$k module || exit 1; done
 	$(MAKE) qemu tests lab-userland
-	tests/bench/run $(LAB_SERIES)
+	tests/bench/run $(LAB_SERIES) $(UPSTREAM_SERIES)
 
 # A real host: the sources where DKMS wants them, then build and install
 # for every kernel DKMS knows (AUTOINSTALL rebuilds on kernel upgrades).
