@@ -453,6 +453,10 @@ static inline bool zp_file_is_vfio(struct file *file)
  * second page; folio accessors since 6.2 --- */
 static inline bool zp_folio_has_hwpoisoned(struct folio *folio)
 {
+	/* the flag lives in the second page: an order-0 folio's is the next
+	 * page's own (7.2: its PG_active), as the kernel's callers know */
+	if (!folio_test_large(folio))
+		return false;
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
 	return folio_test_has_hwpoisoned(folio);
 #else

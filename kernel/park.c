@@ -17,9 +17,9 @@
  * looks at the parked blocks every PARK_CHECK_MS while any are parked,
  * and at once when zeropin's backend has let go of a mapping.
  * Locking: the xarray's own lock; the work item never runs twice at once.
- * A block is parked from the page cache's release (free_folio: process
- * context, no spinlock held, the folio locked; no sleep here all the same)
- * and released from the work.
+ * A block is parked from the page cache's release (free_folio, on the
+ * truncation paths: process context, no spinlock held, the folio locked;
+ * may sleep) and released from the work.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": park: " fmt
 
@@ -36,6 +36,11 @@
 /* How often the parked blocks are looked at: a VM's mappings go when its
  * VMM exits or unmaps, and a block a second late back costs nothing. */
 #define PARK_CHECK_MS	1000
+/* The xarray's nodes (~4.6 MiB per TiB parked, all at a VM's exit, when
+ * memory is tight): every path that lets a block go (truncation) may
+ * sleep and holds no spinlock; a failure is counted, and the block given
+ * back unchecked. */
+#define PARK_GFP	(GFP_KERNEL | __GFP_NOWARN)
 
 /*
  * References a block held by nobody else has while its file lets go of it
@@ -64,12 +69,12 @@ bool zp_park(struct folio *folio)
 {
 	if (!folio_maybe_dma_pinned(folio) && folio_ref_count(folio) <= PARK_FILE_REFS(folio))
 		return false;
-	if (xa_is_err(xa_store(&parked, folio_pfn(folio) >> ZP_BLOCK_ORDER, folio,
-			       GFP_NOWAIT | __GFP_NOWARN))) {
+	atomic_long_inc(&nr_parked);	/* before a sweep can see it */
+	if (xa_is_err(xa_store(&parked, folio_pfn(folio) >> ZP_BLOCK_ORDER, folio, PARK_GFP))) {
+		atomic_long_dec(&nr_parked);
 		atomic_long_inc(&nr_park_failed);
 		return false;
 	}
-	atomic_long_inc(&nr_parked);
 	park_schedule();
 	return true;
 }
@@ -90,11 +95,12 @@ unsigned long zp_park_failed(void)
 	return atomic_long_read(&nr_park_failed);
 }
 
-/* Only the parked reference holds the block now. A speculative reference
- * (a pfn walker's folio_try_get()) only delays it. */
+/* Only the parked reference holds the block now (a pin holds a reference
+ * too). A speculative reference (a pfn walker's folio_try_get()) only
+ * delays it. */
 static bool park_done(struct folio *folio)
 {
-	return !folio_maybe_dma_pinned(folio) && folio_ref_count(folio) == 1;
+	return folio_ref_count(folio) == 1;
 }
 
 /* Take back every block done, or (stopping) every block. */
@@ -104,12 +110,12 @@ static void park_sweep(bool all)
 	unsigned long index;
 
 	xa_for_each(&parked, index, folio) {
+		cond_resched();		/* a VM's whole RAM may be parked */
 		if (!all && !park_done(folio))
 			continue;
 		xa_erase(&parked, index);
 		atomic_long_dec(&nr_parked);
 		park_release(folio);
-		cond_resched();
 	}
 }
 

@@ -19,10 +19,10 @@ void zp_park_exit(void);
  * (pinned for DMA, or more references than a file letting go of it has):
  * true when parked (the reference is park's now); false when nothing else
  * holds it, or no room could be had without sleeping (counted; the caller
- * keeps its reference). Called as the file lets go; does not sleep.
+ * keeps its reference). Called as the file lets go; may sleep.
  */
 bool zp_park(struct folio *folio);
-/* Look at the parked blocks now (a holder just let go), if any. Does not
+/* Look at the parked blocks now (a holder of one just let go). Does not
  * sleep. */
 void zp_park_kick(void);
 /* Blocks parked now; blocks not parked for want of room, since load. */

@@ -236,37 +236,42 @@ static int zp_runs_append(struct zp_pinned *p, unsigned long pfn, unsigned long 
 	return 0;
 }
 
-/* Let go of one run's pages, the way they were taken. */
-static void zp_run_release(const struct zp_run *run, bool dirty)
+/* Let go of one run's pages, the way they were taken. Returns whether a
+ * zeropinfs block among them had left its file (park.c holds it). */
+static bool zp_run_release(const struct zp_run *run, bool dirty)
 {
 	unsigned long pfn = run->pfn, end = run->pfn + run->npages, nr, since = 0;
 	struct folio *folio;
 	struct page *head;
+	bool orphan = false;
 
 	if (run->kind == ZP_RUN_MMIO)
-		return;
+		return false;
 	if (run->kind == ZP_RUN_PAGE_PINS) {
 		for (; pfn < end; pfn += nr) {
 			nr = min(end - pfn, ZP_UNPIN_BATCH);
 			unpin_user_page_range_dirty_lock(pfn_to_page(pfn), nr, dirty);
 			cond_resched();
 		}
-		return;
+		return false;
 	}
 	for (; pfn < end; pfn += nr) {
 		folio = page_folio(pfn_to_page(pfn));
 		nr = folio_nr_pages(folio);	/* before the folio may be freed */
 		head = &folio->page;
-		if (run->kind == ZP_RUN_FOLIO_PINS)
+		if (run->kind == ZP_RUN_FOLIO_PINS) {
 			unpin_user_pages_dirty_lock(&head, 1, dirty);
-		else
+		} else {
+			orphan |= !READ_ONCE(folio->mapping);
 			folio_put(folio);
+		}
 		since += nr;
 		if (since >= ZP_RELEASE_BATCH) {
 			since = 0;
 			cond_resched();
 		}
 	}
+	return orphan;
 }
 
 bool zp_pinned_mmio_held(const struct zp_pinned *p)
@@ -307,17 +312,19 @@ static void zp_pinned_hold_file(struct zp_pinned *p, struct file *file)
 static void zp_pinned_release_runs(struct zp_pinned *p, bool dirty)
 {
 	struct zp_run_chunk *c, *tmp;
+	bool orphan = false;
 	unsigned int i;
 
 	list_for_each_entry_safe(c, tmp, &p->chunks, node) {
 		for (i = 0; i < c->nr; i++)
-			zp_run_release(&c->run[i], dirty);
+			orphan |= zp_run_release(&c->run[i], dirty);
 		list_del(&c->node);
 		kfree(c);
 		cond_resched();
 	}
 	zp_stat_add(pages_pinned, -(long)(p->npages - p->mmio_pages));
-	zp_park_kick();		/* a block out of its file may be free to go now */
+	if (orphan)
+		zp_park_kick();	/* a block out of its file may be free to go now */
 	zp_pinned_put_files(p);
 	p->mmio_unheld = false;
 	p->npages = 0;

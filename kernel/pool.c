@@ -1221,7 +1221,8 @@ void zp_pool_count_run_unfit(bool memcg)
  * did not change. A block something else still holds (a DMA mapping,
  * zeropin's or type1's) is parked until it lets go (park.c), since that
  * last put would give a poisoned block back unchecked. Called by the page
- * cache's release (free_folio) with no spinlock held; does not sleep. */
+ * cache's release (free_folio, on truncation) with no spinlock held; may
+ * sleep (park.c). */
 void zp_pool_release(struct folio *folio)
 {
 	if (page_put(folio))

@@ -70,7 +70,9 @@ void zp_pool_put_unused(struct folio *folio);
 
 /* A file let go of a folio it got from the pool (page cache removal):
  * takes over the reference the file held, and drops it unless a page of
- * a block is poisoned (then the block is set aside for good). */
+ * a block is poisoned (then the block is set aside for good); a block
+ * something else still holds is parked until it lets go (park.c). May
+ * sleep. */
 void zp_pool_release(struct folio *folio);
 
 #endif /* ZEROPIN_POOL_H */

@@ -1149,6 +1149,32 @@ static vm_fault_t fault_error(int err)
 	return VM_FAULT_SIGBUS;
 }
 
+/* A private mapping's write fault: the core maps its copy, not the file's. */
+static bool zfs_fault_copies(struct vm_fault *vmf)
+{
+	return (vmf->flags & FAULT_FLAG_WRITE) && !(vmf->vma->vm_flags & VM_SHARED);
+}
+
+/*
+ * A healthy page of a block with a poisoned one, on a kernel whose
+ * finish_fault() maps a whole large folio with PTEs (ZP_FAULT_MAPS_FOLIO)
+ * and checks only the faulting page for poison (the core refuses a
+ * poisoned vmf->page itself): map that one page the way fault-around
+ * does, which skips poisoned pages and, the block flagged, declines the
+ * PMD (__do_fault() preallocated the page table). The guest keeps the
+ * block's other 511 pages. Takes the folio locked and referenced, lets
+ * go of both.
+ */
+static vm_fault_t zfs_fault_one_page(struct vm_fault *vmf, struct folio *folio)
+{
+	vm_fault_t ret;
+
+	folio_unlock(folio);
+	ret = filemap_map_pages(vmf, vmf->pgoff, vmf->pgoff);
+	folio_put(folio);
+	return ret == VM_FAULT_NOPAGE ? ret : VM_FAULT_SIGBUS;
+}
+
 /*
  * The page-sized fault: hand the core the locked, referenced folio;
  * finish_fault() maps a whole 2 MiB folio with one PMD when the address
@@ -1163,14 +1189,9 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
 	if (err)
 		return fault_error(err);
 	vmf->page = folio_file_page(folio, vmf->pgoff);
-	/* the core refuses a poisoned vmf->page itself (VM_FAULT_HWPOISON);
-	 * a kernel whose finish_fault() maps the whole block would map its
-	 * poisoned page beside a healthy one: none of it is mapped then */
-	if (ZP_FAULT_MAPS_FOLIO && zp_folio_has_hwpoisoned(folio) && !PageHWPoison(vmf->page)) {
-		folio_unlock(folio);
-		folio_put(folio);
-		return VM_FAULT_SIGBUS;
-	}
+	if (ZP_FAULT_MAPS_FOLIO && zp_folio_has_hwpoisoned(folio) && !PageHWPoison(vmf->page) &&
+	    !zfs_fault_copies(vmf))
+		return zfs_fault_one_page(vmf, folio);
 	return VM_FAULT_LOCKED;
 }
 
