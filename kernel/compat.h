@@ -481,6 +481,17 @@ static inline void zp_folio_set_has_hwpoisoned(struct folio *folio)
  * kernel after 6.12 is taken to do so. --- */
 #define ZP_FAULT_MAPS_FOLIO	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0))
 
+/* --- VFIO_IOMMU_MAP_DMA/UNMAP_DMA of a range that wraps, or a field that
+ * does not fit: type1 says -EOVERFLOW on 7.2 ("vfio/type1: handle DMA
+ * map/unmap up to the addressable limit"), -EINVAL on 6.1 and 6.12;
+ * zeropin answers as the kernel's own type1 does. Any kernel after 6.12
+ * is taken to say -EOVERFLOW. --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#define ZP_EWRAP		(-EOVERFLOW)
+#else
+#define ZP_EWRAP		(-EINVAL)
+#endif
+
 /* --- the unbound system workqueue: system_dfl_wq since 6.17, which
  * warns of system_unbound_wq as deprecated on 7.2 --- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)

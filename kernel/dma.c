@@ -832,15 +832,16 @@ static int zp_map_check(struct zp_container *c, struct vfio_iommu_type1_dma_map 
 		*prot |= IOMMU_READ;
 	if (map->flags & VFIO_DMA_MAP_FLAG_WRITE)
 		*prot |= IOMMU_WRITE;
-	if (!*prot || (size_t)map->size != map->size ||
-	    (unsigned long)map->vaddr != map->vaddr ||
+	if ((size_t)map->size != map->size || (unsigned long)map->vaddr != map->vaddr ||
 	    (dma_addr_t)map->iova != map->iova)
+		return ZP_EWRAP;
+	if (!*prot)
 		return -EINVAL;
 	if (!map->size || ((map->size | map->iova | map->vaddr) & (pgsize - 1)))
 		return -EINVAL;
 	if (map->iova + map->size - 1 < map->iova ||
 	    map->vaddr + map->size - 1 < map->vaddr)
-		return -EINVAL;
+		return ZP_EWRAP;
 	if (zp_dma_find(c, map->iova, map->iova + map->size - 1))
 		return -EEXIST;
 	if (!c->dma_avail)
@@ -919,9 +920,10 @@ int zp_dma_unmap(struct zp_container *c, struct vfio_iommu_type1_dma_unmap *unma
 			return -EINVAL;
 		last = U64_MAX;
 	} else {
-		if (!size || (size & (pgsize - 1)) || iova + size - 1 < iova ||
-		    size > SIZE_MAX)
+		if (!size || (size & (pgsize - 1)))
 			return -EINVAL;
+		if (iova + size - 1 < iova || size > SIZE_MAX)
+			return ZP_EWRAP;
 		last = iova + size - 1;
 		dma = zp_dma_find(c, iova, iova);
 		if (dma && dma->iova != iova)
