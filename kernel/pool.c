@@ -61,6 +61,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": pool: " fmt
 
+#include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -213,6 +214,7 @@ MODULE_PARM_DESC(zero_cpus,
 
 struct node_pool {
 	int nid;			/* NUMA node the blocks come from */
+	struct completion started;	/* the kthread runs: its CPUs may be set */
 	spinlock_t lock;		/* protects the lists and counts below */
 	struct xarray zero;		/* zeroed blocks by physical block number
 					 * (pfn >> 9), ready to hand out */
@@ -943,6 +945,7 @@ static int pool_thread(void *data)
 
 	sched_setattr_nocheck(current, &attr);
 	set_freezable();
+	complete(&np->started);
 	while (!kthread_should_stop()) {
 		bool did = trim_one(np);
 
@@ -1685,6 +1688,7 @@ static int create_node(int nid)
 	xa_init(&np->runs);
 	INIT_LIST_HEAD(&np->dirty);
 	init_waitqueue_head(&np->wait);
+	init_completion(&np->started);
 	node_pools[nid] = np;
 	np->thread = kthread_create_on_node(pool_thread, np, nid, "zeropin/%d", nid);
 	if (IS_ERR(np->thread)) {
@@ -1694,8 +1698,11 @@ static int create_node(int nid)
 		destroy_node(np);
 		return ret;
 	}
-	node_set_cpus(np, &zero_cpus_mask);
+	/* bound once it runs: since 6.14 a kthread made on a node takes that
+	 * node's CPUs as it starts, over what was set before */
 	wake_up_process(np->thread);
+	wait_for_completion(&np->started);
+	node_set_cpus(np, &zero_cpus_mask);
 	return 0;
 }
 
