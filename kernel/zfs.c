@@ -557,12 +557,12 @@ static int zfs_add_run(struct inode *inode, pgoff_t index, struct vm_area_struct
 	struct folio **blocks;
 	int err = 0;
 
-	if (!zfs_run_wanted(inode, first, vma, nid, hand))
+	if (!zfs_run_wanted(inode, first, vma, nid, hand) || !zfs_run_fits(inode))
 		return -EAGAIN;
 	blocks = kmalloc_array(ZP_RUN_BLOCKS, sizeof(*blocks), GFP_KERNEL);
 	if (!blocks)
 		return -EAGAIN;
-	if (!zfs_run_fits(inode) || !zp_pool_get_run(nid, blocks)) {
+	if (!zp_pool_get_run(nid, blocks)) {
 		kfree(blocks);
 		return -EAGAIN;
 	}

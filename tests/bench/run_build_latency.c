@@ -65,15 +65,6 @@ static uint64_t ns_now(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* The vCPU's stand-in: clock reads back to back on LOOP_CPU. */
 static void *loop(void *arg)
 {
@@ -81,7 +72,7 @@ static void *loop(void *arg)
 	uint64_t last, now, gap;
 	int k;
 
-	pin_to(LOOP_CPU);
+	pin_to_cpu(LOOP_CPU);
 	last = ns_now();
 	while (!g->stop) {
 		now = ns_now();
@@ -191,7 +182,7 @@ int main(int argc, char **argv)
 	}
 	if (__zeropin_param_set("zero_cpus", POOL_CPU))
 		return 1;
-	pin_to(0);	/* the main thread off the loop's CPU */
+	pin_to_cpu(0);	/* the main thread off the loop's CPU */
 	for (i = 0; i < reps; i++) {
 		measure("idle", i);
 		measure("blocks", i);

@@ -42,20 +42,11 @@
 static int reps = 3, cap_mib = 256, refill_mib = 256;
 static volatile int helper_stop;
 
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* Keep the kthread zeroing: empty the pool each time it is full. The
  * helper sleeps between looks, so CPU 0 stays the kthread's. */
 static void *refill_helper(void *arg)
 {
-	pin_to(JOB_CPU);	/* off the kthread's CPU */
+	pin_to_cpu(JOB_CPU);	/* off the kthread's CPU */
 	while (!helper_stop) {
 		if (pool_read("zero_mib") >= refill_mib) {
 			__pool_write("target_mib", 0);
@@ -151,7 +142,7 @@ int main(int argc, char **argv)
 	memset(dst, 2, COPY_SIZE);
 	if (__zeropin_param_set("zero_cpus", ZERO_CPU))
 		return 1;
-	pin_to(JOB_CPU);
+	pin_to_cpu(JOB_CPU);
 	__pool_write("target_mib", 0);
 	pool_wait("zero_mib", 0, 30000);
 	for (j = 0; j < 2; j++)

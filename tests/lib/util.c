@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* util.c - see util.h. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,15 @@ void test_fail(const char *what, int err)
 {
 	fprintf(stderr, "# %s: %s\n", what, strerror(-err));
 	exit(KSFT_FAIL);
+}
+
+void pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
 }
 
 double now_ms(void)

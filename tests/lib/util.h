@@ -11,6 +11,9 @@
  * __foo() returned an errno. */
 void test_fail(const char *what, int err) __attribute__((noreturn));
 
+/* Run the calling thread on cpu only (a benchmark's job or loop). */
+void pin_to_cpu(int cpu);
+
 /* Milliseconds on CLOCK_MONOTONIC, for benchmarks. */
 double now_ms(void);
 

@@ -475,6 +475,27 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
 #define PARK_WAIT_MS	5000
 
 /*
+ * How many blocks of pfns[n] are still allocated (pfn_block_held()) once
+ * no block is parked (a block a DMA mapping held when its file let go is
+ * freed a moment after the mapping lets go, park.c); -errno when one
+ * cannot be read.
+ */
+static long blocks_held_once_unparked(const unsigned long *pfns, long n)
+{
+	long held = 0, i;
+	int ret;
+
+	pool_counter_wait_at_most("parked", 0, PARK_WAIT_MS);
+	for (i = 0; i < n; i++) {
+		ret = pfn_block_held(pfns[i]);
+		if (ret < 0)
+			return ret;
+		held += ret;
+	}
+	return held;
+}
+
+/*
  * A pin of a whole GiB that fails after it filed the GiB's run
  * (RLIMIT_MEMLOCK at half a GiB, CAP_IPC_LOCK dropped: the walk stops
  * halfway, -ENOMEM) pins nothing and keeps no block: the blocks past the
@@ -484,7 +505,7 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
  */
 TEST_F_TIMEOUT(runs_dma, failed_whole_gib_pin_keeps_no_block, 600)
 {
-	long handed = pool_counter("runs_handed_out"), held = 0, nblocks, i;
+	long handed = pool_counter("runs_handed_out"), held, nblocks;
 	unsigned long *pfns = NULL;
 	int ret;
 
@@ -507,13 +528,9 @@ TEST_F_TIMEOUT(runs_dma, failed_whole_gib_pin_keeps_no_block, 600)
 	munmap(self->ram, VM_SIZE);
 	self->ram = NULL;
 	ASSERT_EQ(0, ftruncate(self->fd, 0));
-	EXPECT_EQ(0, pool_counter_wait_at_most("parked", 0, PARK_WAIT_MS))
-		TH_LOG("%ld blocks still parked", pool_counter("parked"));
-	for (i = 0; i < nblocks; i++) {
-		ret = pfn_block_held(pfns[i]);
-		ASSERT_LE(0, ret);
-		held += ret;
-	}
+	held = blocks_held_once_unparked(pfns, nblocks);
+	EXPECT_EQ(0, pool_counter("parked"));
+	ASSERT_LE(0, held);
 	EXPECT_EQ(0, held) TH_LOG("%ld of the runs' %ld blocks still allocated", held, nblocks);
 	free(pfns);
 }
@@ -567,7 +584,7 @@ TEST_F_TIMEOUT(runs_dma, punched_while_pinning_keeps_no_block, 600)
 	struct puncher pu = { .fd = self->fd, .ram = self->ram };
 	long stale = pool_counter("runs_hand_stale");
 	unsigned long *pfns = NULL;
-	long nblocks = pool_block_pfns(NULL, &pfns), held = 0, i;
+	long nblocks = pool_block_pfns(NULL, &pfns), held;
 	uint64_t iova = 4ul << 30;
 	int mark = kmsg_mark(), ret;
 	pthread_t t;
@@ -604,13 +621,9 @@ TEST_F_TIMEOUT(runs_dma, punched_while_pinning_keeps_no_block, 600)
 	ASSERT_EQ(0, ftruncate(self->fd, 0));
 	/* a block punched after the walk pinned it left the file mapped for
 	 * DMA: parked until the unmap let go of it, then freed (park.c) */
-	EXPECT_EQ(0, pool_counter_wait_at_most("parked", 0, PARK_WAIT_MS))
-		TH_LOG("%ld blocks still parked", pool_counter("parked"));
-	for (i = 0; i < nblocks; i++) {
-		ret = pfn_block_held(pfns[i]);
-		ASSERT_LE(0, ret);
-		held += ret;
-	}
+	held = blocks_held_once_unparked(pfns, nblocks);
+	EXPECT_EQ(0, pool_counter("parked"));
+	ASSERT_LE(0, held);
 	EXPECT_EQ(0, held) TH_LOG("%ld of the runs' %ld blocks still allocated", held, nblocks);
 	EXPECT_EQ(0, kmsg_count_since(mark, bad, 3));
 	close(mark);
