@@ -34,7 +34,7 @@
 #                        Debian 12 one (scripts/lab-host): install, reboot,
 #                        a GPU VM, upgrade while it runs, remove, purge
 #   make bench           the benchmarks in the lab, both kernels and
-#                        upstream's newest (7.2: no runs rows there)
+#                        upstream's newest (7.2)
 #   make install         a real host: the host programs under PREFIX, the
 #                        libvirt hook and zeropin.service (enabled), the
 #                        module through DKMS (signed with DKMS's MOK key,

@@ -97,14 +97,20 @@ static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, 
  * (the THP parts): elsewhere false, and runs are off. false, nothing
  * changed, also when a tail is referenced (a transient reference: a
  * speculative lookup, memory failure's probe). --- */
-/* Mirrored for exactly these series; anywhere else runs are off, 7.2
- * included: its struct page and folio differ again (memdesc_flags_t,
- * compound_info for compound_head, the rmap's _mm_id words beside the
- * mapcounts), and it exports alloc_contig_frozen_range(), which makes a
- * compound page itself (__GFP_COMP), a better start for runs there than
- * a third mirror. */
+/* Mirrored for exactly these series; anywhere else runs are off. 7.2's
+ * (mm/internal.h: prep_compound_tail(), prep_compound_head(),
+ * folio_set_order(), page_rmappable_folio()) differs from 6.12's in three
+ * places: a tail's compound_info (set_compound_head() takes the order, a
+ * mask under HVO), _nr_pages only where NR_PAGES_IN_LARGE_FOLIO, and the
+ * rmap's _mm_id words, set under CONFIG_MM_ID. alloc_contig_frozen_range()
+ * with __GFP_COMP would make one compound page of the whole GiB, which no
+ * exported call cuts into blocks; 512 calls of 2 MiB would drain every
+ * CPU's lists 512 times a run. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
 #define ZP_PREP_FOLIO_612	1
+#define ZP_HAVE_PREP_FOLIO	1
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(7, 3, 0)
+#define ZP_PREP_FOLIO_72	1
 #define ZP_HAVE_PREP_FOLIO	1
 #elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && \
 	defined(CONFIG_TRANSPARENT_HUGEPAGE)
@@ -136,6 +142,18 @@ static inline int zp_folio_large_mapcount(struct folio *folio)
 #endif
 }
 
+/* A large folio's rmap owners (CONFIG_MM_ID: the _mm_id words and their
+ * mapcounts, 7.2), folded into one number to compare; 0 elsewhere. */
+static inline u64 zp_folio_mm_ids(struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+	return (u64)folio->_mm_ids ^ ((u64)(u32)folio->_mm_id_mapcount[0] << 32) ^
+	       (u32)folio->_mm_id_mapcount[1];
+#else
+	return 0;
+#endif
+}
+
 /* Whether a large folio carries what __folio_alloc() adds to a compound
  * page: 6.12's large_rmappable flag, 6.1's THP destructor. */
 static inline bool zp_folio_thp_prepped(struct folio *folio)
@@ -163,10 +181,31 @@ static inline bool zp_prep_folio(struct page *head, unsigned int order)
 	__SetPageHead(head);
 	for (i = 1; i < nr; i++) {
 		head[i].mapping = TAIL_MAPPING;
+#ifdef ZP_PREP_FOLIO_72
+		set_compound_head(head + i, head, order);
+#else
 		set_compound_head(head + i, head);
+#endif
 		set_page_private(head + i, 0);
 	}
-#ifdef ZP_PREP_FOLIO_612
+#if defined(ZP_PREP_FOLIO_72)
+	folio->_flags_1 = (folio->_flags_1 & ~0xffUL) | order;
+#ifdef NR_PAGES_IN_LARGE_FOLIO
+	folio->_nr_pages = nr;
+#endif
+	atomic_set(&folio->_large_mapcount, -1);
+	if (IS_ENABLED(CONFIG_PAGE_MAPCOUNT))
+		atomic_set(&folio->_nr_pages_mapped, 0);
+	if (IS_ENABLED(CONFIG_MM_ID)) {
+		folio->_mm_ids = 0;
+		folio->_mm_id_mapcount[0] = -1;
+		folio->_mm_id_mapcount[1] = -1;
+	}
+	atomic_set(&folio->_pincount, 0);
+	atomic_set(&folio->_entire_mapcount, -1);
+	INIT_LIST_HEAD(&folio->_deferred_list);
+	folio_set_large_rmappable(folio);
+#elif defined(ZP_PREP_FOLIO_612)
 	folio->_flags_1 = (folio->_flags_1 & ~0xffUL) | order;
 	folio->_folio_nr_pages = nr;
 	atomic_set(&folio->_large_mapcount, -1);

@@ -164,7 +164,17 @@ MODULE_PARM_DESC(zero_rate_mib,
 	"Writable at run time by root [DEFAULT: 2048: a memory-bound job on "
 	"other cores slowed <= 2.3 % on real hardware, 10-12 % uncapped]");
 
-static bool run_build;
+/*
+ * On by default: a build's cost to the host is one drain of every CPU's
+ * per-CPU page lists and LRU caches (an IPI each) and the migration of
+ * what the GiB held, by the pool's kthread at nice 19, once per GiB of
+ * the pool's refill and only after run_quiet_ms without hand-outs. A
+ * vCPU beside it showed no gap above nested TCG's own floor (max gap
+ * 29-39 ms building runs, 25-33 ms idle: docs/benchmarks.md,
+ * tests/bench/run_build_latency.c); a host whose other tenants' memory
+ * must never move turns it off.
+ */
+static bool run_build = true;
 module_param(run_build, bool, 0644);
 MODULE_PARM_DESC(run_build,
 	"Build 1 GiB runs (physically contiguous, 1 GiB-aligned blocks, which "
@@ -172,9 +182,12 @@ MODULE_PARM_DESC(run_build,
 	"is a GiB or more short of its target; loose blocks fill the rest and "
 	"wherever a run cannot be had. A VFIO pin in an empty GiB of a file "
 	"takes a whole run. Writable at run time by root "
-	"[DEFAULT: N: a run migrates other tenants' memory and, on 6.1 and on "
-	"6.12 before 6.12.78 (Debian's before 6.12.85-1), may reclaim "
-	"directly; a host of VFIO guests turns it on]");
+	"[DEFAULT: Y: per GiB built, one drain of each CPU's per-CPU lists "
+	"and the migration of what the GiB held, at nice 19, after "
+	"run_quiet_ms without hand-outs (no vCPU gap above nested TCG's "
+	"25-33 ms floor measured); on 6.1 and on 6.12 before 6.12.78 "
+	"(Debian's before 6.12.85-1) that migration may reclaim directly; "
+	"N where other tenants' memory must never move]");
 
 /* A run migrates whatever the GiB held (page cache, anonymous memory):
  * a cost to the host, paid only when the node's last hand-out (a VM

@@ -201,6 +201,8 @@ static const char *run_check_folio(struct folio *ours, struct folio *kern)
 		return "mapcount";
 	if (folio_maybe_dma_pinned(ours) != folio_maybe_dma_pinned(kern))
 		return "pincount";
+	if (zp_folio_mm_ids(ours) != zp_folio_mm_ids(kern))
+		return "mm ids";
 	if (zp_folio_thp_prepped(ours) != zp_folio_thp_prepped(kern))
 		return "large folio prep";
 	if (list_empty(zp_folio_deferred_list(ours)) != list_empty(zp_folio_deferred_list(kern)))

@@ -203,6 +203,18 @@ long memcg_current(const char *name)
 	return read_file_long(path);
 }
 
+int __memcg_set_max(const char *name, long bytes)
+{
+	char path[256], val[32];
+
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.max", name);
+	if (bytes < 0)
+		snprintf(val, sizeof(val), "max");
+	else
+		snprintf(val, sizeof(val), "%ld", bytes);
+	return __write_file(path, val);
+}
+
 int __memcg_leave(const char *name)
 {
 	char dir[128];

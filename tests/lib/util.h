@@ -57,6 +57,8 @@ int __insmod(const char *path, const char *params);
 int __memcg_enter(const char *name);
 long memcg_current(const char *name);
 int __memcg_leave(const char *name);
+/* Set that memcg's memory.max (bytes; negative: no limit); 0 or -errno. */
+int __memcg_set_max(const char *name, long bytes);
 
 /* Drop CAP_IPC_LOCK from this process for good, so RLIMIT_MEMLOCK
  * applies to it; set that limit (bytes). 0 or -errno. */

@@ -6,7 +6,8 @@
 #
 #   setup_binds_devices_by_id_in_any_case  a driverless edu named 1234:11E8:
 #                              bound to vfio-pci, given back by teardown
-#   setup_is_idempotent        zeropin-host setup twice: the second changes nothing
+#   setup_is_idempotent        zeropin-host setup twice (runs turned off): the
+#                              second changes nothing
 #   zeropin_domain_starts      virsh start: RAM from the pool, pinned by zeropin;
 #                              the timeline has (a), (b), (c) and the VFIO ioctls
 #   qemu_runs_confined         as Debian runs it: QEMU as libvirt-qemu, in its
@@ -113,16 +114,19 @@ pool_refilled() {
 
 test_setup_is_idempotent() {
 	local first second
-	first=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --run-build 1 --device 1234:11e8 --edit-qemu-conf 2>&1)
-	second=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --run-build 1 --device 1234:11e8 --edit-qemu-conf 2>&1)
+	first=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --run-build 0 --device 1234:11e8 --edit-qemu-conf 2>&1)
+	second=$(zeropin-host setup --module "$MOD" --size 2G --pool-mib "$POOL_MIB" --run-build 0 --device 1234:11e8 --edit-qemu-conf 2>&1)
 	if echo "$first" | grep -q 'setup: [0-9]* changes' && echo "$second" | grep -q 'setup: nothing to change' &&
-		[ "$(cat /sys/module/zeropin/parameters/run_build)" = Y ] &&
+		[ "$(cat /sys/module/zeropin/parameters/run_build)" = N ] &&
 		grep -q '^memory_backing_dir = "/run/zeropin"' /etc/libvirt/qemu.conf; then
 		ok "setup_is_idempotent"
 	else
 		not_ok "setup_is_idempotent" "first: $first
 second: $second"
 	fi
+	# the later starts under the default, 1 GiB runs on
+	echo "# run_build: 1"
+	echo 1 >/sys/module/zeropin/parameters/run_build
 }
 
 # A device without a driver, named by vendor:device in upper case: setup

@@ -8,7 +8,7 @@
  * is physically contiguous and 1 GiB-aligned, every block zero, and
  * zeropin's backend maps it with one 1 GiB IOMMU entry, proven by edu DMA;
  * QEMU's q35 layout of a 4 GiB VM gets three. A pin of part of a GiB
- * takes no run (it commits what it asks for), nor does one into a mount
+ * takes no run (it commits what it asks for), nor does one into a mount or memcg
  * the GiB would not fit; one a hole is punched under keeps no block once
  * the file lets go. A run a file lets go of while
  * it is pinned is not handed out again; on a fragmented lab (a long-term
@@ -82,10 +82,11 @@ FIXTURE_TEARDOWN(runs)
 	zeropin_reset();
 }
 
-/* A pool of two GiBs fills with two runs: each 512 blocks at consecutive
- * pfns from a 1 GiB-aligned one (read back from pool_blocks), built in idle
- * time and zeroed by the pool (init_on_alloc=0), then handed to a file
- * that reads zero throughout. Prints
+/* A pool of two GiBs fills with two runs, run_build at its default (on):
+ * each 512 blocks at consecutive pfns from a 1 GiB-aligned one (read back
+ * from pool_blocks), built in idle time and zeroed by the pool
+ * (init_on_alloc=0), then handed to a file that reads zero throughout.
+ * Prints
  *   # runs: N built in M ms, K listed
  */
 TEST_F_TIMEOUT(runs, runs_are_built_in_idle_time, 600)
@@ -94,8 +95,9 @@ TEST_F_TIMEOUT(runs, runs_are_built_in_idle_time, 600)
 	uint8_t *p;
 	int fd;
 
-	zeropin_load("run_build=1 pool_mib=2048");	/* RUNS_POOL_MIB */
+	zeropin_load("pool_mib=2048");	/* RUNS_POOL_MIB */
 	ASSERT_EQ(1, pool_counter("runs_supported"));
+	ASSERT_EQ(1, zeropin_param_bool("run_build"));
 	ASSERT_EQ(0, pool_wait("zero_mib", RUNS_POOL_MIB, RUNS_SETTLE_MS));
 	/* the last run's last block is in zero a moment before the kthread
 	 * keeps the run and counts it */
@@ -466,6 +468,49 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
 	munmap(p, SZ_1G);
 	close(fd);
 	zfs_umount(SMALL_MNT);
+}
+
+/* The memcg of the full-memcg test, and the room its limit leaves. */
+#define FULL_MEMCG	"zfs-runs-full"
+#define MEMCG_ROOM	(SZ_1G / 2)
+
+/*
+ * The same for a memcg that cannot hold the GiB (runs_unfit_memcg): the
+ * pin takes loose blocks until the memcg's limit refuses one (a 2 MiB
+ * charge fails without the memcg's OOM killer: costly order), fails,
+ * pins nothing, and every run stays whole in the pool.
+ */
+TEST_F_TIMEOUT(runs_dma, nearly_full_memcg_keeps_runs_whole, 600)
+{
+	long handed, broken, unfit, pinned = iommu_counter("pages_pinned"), cg;
+	uint64_t iova = 8 * SZ_1G;	/* clear of x86's MSI window below 4 GiB */
+	int ret;
+
+	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
+	pool_write("target_mib", (VM_SIZE >> 20) + LOOSE_MIB);
+	ASSERT_EQ(0, pool_wait("zero_mib", (VM_SIZE >> 20) + LOOSE_MIB, RUNS_SETTLE_MS));
+	ret = __memcg_enter(FULL_MEMCG);
+	if (ret)
+		SKIP(return, "no memory cgroup to limit: %s", strerror(-ret));
+	cg = memcg_current(FULL_MEMCG);
+	ASSERT_LE(0, cg);
+	ASSERT_EQ(0, __memcg_set_max(FULL_MEMCG, cg + MEMCG_ROOM));
+	handed = pool_counter("runs_handed_out");
+	broken = pool_counter("runs_broken");
+	unfit = pool_counter("runs_unfit_memcg");
+
+	ret = __vfio_map(self->container, self->ram + 3 * SZ_1G, iova, SZ_1G,
+			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	EXPECT_NE(0, ret);
+	TH_LOG("MAP_DMA of a GiB in a memcg with %lu MiB of room: %s", MEMCG_ROOM >> 20,
+	       strerror(-ret));
+	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
+	EXPECT_EQ(unfit + 1, pool_counter("runs_unfit_memcg"));
+	EXPECT_EQ(handed, pool_counter("runs_handed_out"));
+	EXPECT_EQ(broken, pool_counter("runs_broken"));
+	EXPECT_EQ(VM_SIZE / SZ_1G, pool_read("runs_1g"));
+	EXPECT_EQ(0, __memcg_set_max(FULL_MEMCG, -1));
+	EXPECT_EQ(0, __memcg_leave(FULL_MEMCG));
 }
 
 /* RLIMIT_MEMLOCK for the failed pin: it stops halfway into its GiB. */
