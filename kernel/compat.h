@@ -134,7 +134,12 @@ static inline struct list_head *zp_folio_deferred_list(struct folio *folio)
  * pincount (folio_mapcount() is not exported there). */
 static inline int zp_folio_large_mapcount(struct folio *folio)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+	/* _nr_pages_mapped is kept only under CONFIG_PAGE_MAPCOUNT there */
+	int mapped = IS_ENABLED(CONFIG_PAGE_MAPCOUNT) ? atomic_read(&folio->_nr_pages_mapped) : 0;
+
+	return folio_large_mapcount(folio) * 65536 + mapped * 256 + atomic_read(&folio->_pincount);
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
 	return folio_large_mapcount(folio) * 65536 + atomic_read(&folio->_nr_pages_mapped) * 256 +
 	       atomic_read(&folio->_pincount);
 #else
@@ -147,6 +152,10 @@ static inline int zp_folio_large_mapcount(struct folio *folio)
 static inline u64 zp_folio_mm_ids(struct folio *folio)
 {
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+	/* without CONFIG_MM_ID the words are page 1's stale index, set by
+	 * neither the kernel nor the mirror */
+	if (!IS_ENABLED(CONFIG_MM_ID))
+		return 0;
 	return (u64)folio->_mm_ids ^ ((u64)(u32)folio->_mm_id_mapcount[0] << 32) ^
 	       (u32)folio->_mm_id_mapcount[1];
 #else

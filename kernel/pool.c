@@ -165,14 +165,18 @@ MODULE_PARM_DESC(zero_rate_mib,
 	"other cores slowed <= 2.3 % on real hardware, 10-12 % uncapped]");
 
 /*
- * On by default: a build's cost to the host is one drain of every CPU's
- * per-CPU page lists and LRU caches (an IPI each) and the migration of
- * what the GiB held, by the pool's kthread at nice 19, once per GiB of
- * the pool's refill and only after run_quiet_ms without hand-outs. A
- * vCPU beside it showed no gap above nested TCG's own floor (max gap
- * 29-39 ms building runs, 25-33 ms idle: docs/benchmarks.md,
- * tests/bench/run_build_latency.c); a host whose other tenants' memory
- * must never move turns it off.
+ * On by default (issue 40). What a build costs the host, per GiB built
+ * and per failed try that got as far as alloc_contig_range(): work on
+ * every CPU (lru_cache_disable(): an expedited RCU grace period and an
+ * LRU drain on each; the per-CPU free lists drained), the migration of
+ * what the GiB held (other tenants' movable memory: page cache, THP of
+ * guests not on zeropinfs), by the pool's kthread at nice 19 and only
+ * after run_quiet_ms without hand-outs; and, where the kernel clears at
+ * allocation (init_on_alloc=1, Debian's default), the GiB cleared inside
+ * alloc_contig_range() in one pass, a burst zero_rate_mib evens out only
+ * afterwards. A vCPU beside it showed no gap above nested TCG's own floor
+ * (max gap 29-39 ms building runs, 25-33 ms idle; docs/benchmarks.md,
+ * tests/bench/run_build_latency.c); not yet measured on hardware.
  */
 static bool run_build = true;
 module_param(run_build, bool, 0644);
@@ -182,12 +186,12 @@ MODULE_PARM_DESC(run_build,
 	"is a GiB or more short of its target; loose blocks fill the rest and "
 	"wherever a run cannot be had. A VFIO pin in an empty GiB of a file "
 	"takes a whole run. Writable at run time by root "
-	"[DEFAULT: Y: per GiB built, one drain of each CPU's per-CPU lists "
-	"and the migration of what the GiB held, at nice 19, after "
-	"run_quiet_ms without hand-outs (no vCPU gap above nested TCG's "
-	"25-33 ms floor measured); on 6.1 and on 6.12 before 6.12.78 "
-	"(Debian's before 6.12.85-1) that migration may reclaim directly; "
-	"N where other tenants' memory must never move]");
+	"[DEFAULT: Y. Per GiB built, after run_quiet_ms without hand-outs: "
+	"an LRU and per-CPU list drain on every CPU, the migration of what "
+	"the GiB held at nice 19 (on 6.1 and on 6.12 before 6.12.78, Debian's "
+	"before 6.12.85-1, it may reclaim directly), and with init_on_alloc=1 "
+	"the GiB cleared in one burst; no vCPU gap above nested TCG's 25-33 ms "
+	"floor measured. N where other tenants' memory must never move]");
 
 /* A run migrates whatever the GiB held (page cache, anonymous memory):
  * a cost to the host, paid only when the node's last hand-out (a VM

@@ -173,6 +173,11 @@ int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLO
 	start = run_pick(zone, cursor);
 	if (!start)
 		return -ENOSPC;
+	/* the scan slept: the GiB may have gone offline since (the hotplug
+	 * lock is not exported; upstream's alloc_contig_pages() has the same
+	 * window) */
+	if (!pfn_to_online_page(start) || !pfn_to_online_page(start + ZP_RUN_PAGES - 1))
+		return -EBUSY;
 	ret = zp_alloc_contig_range(start, start + ZP_RUN_PAGES, zp_run_gfp);
 	if (ret)	/* -ENOSPC is ours alone: no GiB picked */
 		return ret == -ENOSPC ? -EBUSY : ret;
@@ -309,6 +314,13 @@ void zp_run_init(void)
 	 * of the block never clears */
 	if (IS_ENABLED(CONFIG_MEM_ALLOC_PROFILING)) {
 		pr_info("no 1 GiB runs with CONFIG_MEM_ALLOC_PROFILING\n");
+		return;
+	}
+	/* tag-based KASAN tags each chunk alloc_contig_range() took on its
+	 * own: a block spanning two would carry two tags, and an access
+	 * through the folio's address across them would fault */
+	if (IS_ENABLED(CONFIG_KASAN_SW_TAGS) || IS_ENABLED(CONFIG_KASAN_HW_TAGS)) {
+		pr_info("no 1 GiB runs with tag-based KASAN\n");
 		return;
 	}
 	switch (run_selfcheck()) {

@@ -215,6 +215,23 @@ int __memcg_set_max(const char *name, long bytes)
 	return __write_file(path, val);
 }
 
+long memcg_event(const char *name, const char *key)
+{
+	char path[256], k[64];
+	long val, ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.events", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (ret < 0 && fscanf(f, "%63s %ld", k, &val) == 2)
+		if (!strcmp(k, key))
+			ret = val;
+	fclose(f);
+	return ret;
+}
+
 int __memcg_leave(const char *name)
 {
 	char dir[128];

@@ -59,6 +59,8 @@ long memcg_current(const char *name);
 int __memcg_leave(const char *name);
 /* Set that memcg's memory.max (bytes; negative: no limit); 0 or -errno. */
 int __memcg_set_max(const char *name, long bytes);
+/* One count of that memcg's memory.events ("oom_kill", "max"), or -errno. */
+long memcg_event(const char *name, const char *key);
 
 /* Drop CAP_IPC_LOCK from this process for good, so RLIMIT_MEMLOCK
  * applies to it; set that limit (bytes). 0 or -errno. */

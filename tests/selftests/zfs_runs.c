@@ -470,19 +470,24 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
 	zfs_umount(SMALL_MNT);
 }
 
-/* The memcg of the full-memcg test, and the room its limit leaves. */
+/* The memcg of the full-memcg test, and the room its limit leaves: half
+ * a GiB of blocks, and a MiB over for what the pin's own kernel memory
+ * takes (a limit met to the page would have the next accounted
+ * allocation call the memcg's OOM killer on this process). */
 #define FULL_MEMCG	"zfs-runs-full"
 #define MEMCG_ROOM	(SZ_1G / 2)
+#define MEMCG_SPARE	(1ul << 20)
 
 /*
  * The same for a memcg that cannot hold the GiB (runs_unfit_memcg): the
  * pin takes loose blocks until the memcg's limit refuses one (a 2 MiB
  * charge fails without the memcg's OOM killer: costly order), fails,
- * pins nothing, and every run stays whole in the pool.
+ * pins nothing, and every run stays whole in the pool. The memcg was
+ * charged up to its limit (the pin got that far) and killed nothing.
  */
 TEST_F_TIMEOUT(runs_dma, nearly_full_memcg_keeps_runs_whole, 600)
 {
-	long handed, broken, unfit, pinned = iommu_counter("pages_pinned"), cg;
+	long handed, broken, unfit, pinned = iommu_counter("pages_pinned"), cg, ooms;
 	uint64_t iova = 8 * SZ_1G;	/* clear of x86's MSI window below 4 GiB */
 	int ret;
 
@@ -493,23 +498,29 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_memcg_keeps_runs_whole, 600)
 	if (ret)
 		SKIP(return, "no memory cgroup to limit: %s", strerror(-ret));
 	cg = memcg_current(FULL_MEMCG);
+	ooms = memcg_event(FULL_MEMCG, "oom_kill");
 	ASSERT_LE(0, cg);
-	ASSERT_EQ(0, __memcg_set_max(FULL_MEMCG, cg + MEMCG_ROOM));
+	ASSERT_LE(0, ooms);
+	ASSERT_EQ(0, __memcg_set_max(FULL_MEMCG, cg + MEMCG_ROOM + MEMCG_SPARE));
 	handed = pool_counter("runs_handed_out");
 	broken = pool_counter("runs_broken");
 	unfit = pool_counter("runs_unfit_memcg");
 
 	ret = __vfio_map(self->container, self->ram + 3 * SZ_1G, iova, SZ_1G,
 			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
+	/* the limit lifted before anything else is allocated */
+	EXPECT_EQ(0, __memcg_set_max(FULL_MEMCG, -1));
 	EXPECT_NE(0, ret);
 	TH_LOG("MAP_DMA of a GiB in a memcg with %lu MiB of room: %s", MEMCG_ROOM >> 20,
 	       strerror(-ret));
+	EXPECT_LE(MEMCG_ROOM - MEMCG_SLACK, memcg_current(FULL_MEMCG) - cg)
+		TH_LOG("the pin charged the memcg %ld MiB", (memcg_current(FULL_MEMCG) - cg) >> 20);
+	EXPECT_EQ(ooms, memcg_event(FULL_MEMCG, "oom_kill"));
 	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
 	EXPECT_EQ(unfit + 1, pool_counter("runs_unfit_memcg"));
 	EXPECT_EQ(handed, pool_counter("runs_handed_out"));
 	EXPECT_EQ(broken, pool_counter("runs_broken"));
 	EXPECT_EQ(VM_SIZE / SZ_1G, pool_read("runs_1g"));
-	EXPECT_EQ(0, __memcg_set_max(FULL_MEMCG, -1));
 	EXPECT_EQ(0, __memcg_leave(FULL_MEMCG));
 }
 
