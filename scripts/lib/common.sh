@@ -140,3 +140,19 @@ debian_mirror() {
 		grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{ print $2 }'
 	} | grep -m1 -E '/debian/?$' | sed 's|/$||'
 }
+
+# The lab kernel died of a torn text patch: multi-threaded TCG now and
+# then lets a vCPU run its stale translation of a site another vCPU is
+# patching (a static key, a tracepoint), which ends in an int3 oops at an
+# address no breakpoint owns. Told from a real int3 (a straight-line-
+# speculation int3 after a ret reached through a bad return address, say)
+# by the oops's Code: line: the trapping byte, just before <..>, is no
+# longer 0xcc, as the patch finished meanwhile. An oops with a zeropin
+# frame in it never counts.
+died_of_text_patch() {
+	local log="$1" oops
+	oops=$(grep -a -A 80 -m1 -E 'int3: 0000 \[#' "$log" 2>/dev/null | sed '/---\[ end trace/q') || true
+	[ -n "$oops" ] &&
+		! grep -q '\[zeropin\]' <<<"$oops" &&
+		grep -m1 'Code: ' <<<"$oops" | grep -qE ' ([0-9a-f][0-9abd-f]|[0-9abd-f][0-9a-f]) <[0-9a-f]{2}>'
+}
