@@ -91,9 +91,9 @@ static inline int zp_alloc_contig_range(unsigned long start, unsigned long end, 
  * (tails: refcount 0, TAIL_MAPPING, compound_head, private 0; head: PG_head
  * and the folio's order and counts) and what __folio_alloc() adds for an
  * order > 1 (6.1: prep_transhuge_page(), the THP destructor and deferred
- * list; 6.12: page_rmappable_folio()). They move between series: run.c
- * compares the result with a folio the kernel made before the pool
- * builds any run. Mirrored for 6.1.y and 6.12.y only, with order >= 2
+ * list; 6.12 and 7.2: page_rmappable_folio()). They move between series:
+ * run.c compares the result with a folio the kernel made before the pool
+ * builds any run. Mirrored for 6.1.y, 6.12.y and 7.2.y only, with order >= 2
  * (the THP parts): elsewhere false, and runs are off. false, nothing
  * changed, also when a tail is referenced (a transient reference: a
  * speculative lookup, memory failure's probe). --- */
