@@ -27,8 +27,8 @@ void zp_run_init(void);
  * (its pages went back to the allocator). *cursor (a pfn) says where the
  * search goes on next time. Zeroed by the allocator as its refills are
  * (init_on_alloc), else not. Returns 0, -ENOSPC when no GiB qualifies
- * (only then: the pool counts the two apart), or alloc_contig_range()'s
- * error. Slow (a migration can take hundreds of ms per GiB); sleeps; no
+ * (only then: the pool counts the two apart), -EBUSY also when the GiB
+ * went offline after the scan, or alloc_contig_range()'s error. Slow (a migration can take hundreds of ms per GiB); sleeps; no
  * lock held.
  */
 int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLOCKS]);

@@ -195,19 +195,25 @@ int __memcg_enter(const char *name)
 	return cgroup_join(dir);
 }
 
+/* The path of file in memcg name's folder. */
+static const char *memcg_file(char *buf, size_t len, const char *name, const char *file)
+{
+	snprintf(buf, len, CGROUP_ROOT "/%s/%s", name, file);
+	return buf;
+}
+
 long memcg_current(const char *name)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.current", name);
-	return read_file_long(path);
+	return read_file_long(memcg_file(path, sizeof(path), name, "memory.current"));
 }
 
 int __memcg_set_max(const char *name, long bytes)
 {
 	char path[256], val[32];
 
-	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.max", name);
+	memcg_file(path, sizeof(path), name, "memory.max");
 	if (bytes < 0)
 		snprintf(val, sizeof(val), "max");
 	else
@@ -221,8 +227,7 @@ long memcg_event(const char *name, const char *key)
 	long val, ret = -ENOENT;
 	FILE *f;
 
-	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.events", name);
-	f = fopen(path, "r");
+	f = fopen(memcg_file(path, sizeof(path), name, "memory.events"), "r");
 	if (!f)
 		return -errno;
 	while (ret < 0 && fscanf(f, "%63s %ld", k, &val) == 2)

@@ -429,8 +429,45 @@ TEST_F_TIMEOUT(runs_dma, pin_of_part_of_a_gib_takes_no_run, 600)
 /* A mount of a GiB less a block, for the full-mount test. */
 #define SMALL_MNT	"/mnt/zeropinfs-small"
 #define SMALL_OPTS	"size=1022M"
-/* Loose blocks beside the runs for the blocks that mount's pin takes. */
+/* Loose blocks beside the runs for the blocks a refused pin takes. */
 #define LOOSE_MIB	1024
+
+/* What a refused pin of a GiB must leave as it was (counters read before). */
+struct runs_whole {
+	long pinned;	/* iommu pages_pinned */
+	long handed;	/* runs_handed_out */
+	long broken;	/* runs_broken */
+	long unfit;	/* runs_unfit_mount or runs_unfit_memcg, as named */
+	const char *unfit_name;
+};
+
+/* Loose blocks beside the fixture's runs, so a pin that is refused a run
+ * takes those and no run need break; then the counters read. */
+static void runs_whole_before(struct __test_metadata *_metadata, struct runs_whole *w,
+			      const char *unfit_name)
+{
+	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
+	pool_write("target_mib", (VM_SIZE >> 20) + LOOSE_MIB);
+	ASSERT_EQ(0, pool_wait("zero_mib", (VM_SIZE >> 20) + LOOSE_MIB, RUNS_SETTLE_MS));
+	w->pinned = iommu_counter("pages_pinned");
+	w->handed = pool_counter("runs_handed_out");
+	w->broken = pool_counter("runs_broken");
+	w->unfit_name = unfit_name;
+	w->unfit = pool_counter(unfit_name);
+}
+
+/* The pin failed, pinned nothing, was counted unfit once, and every run
+ * is still whole in the pool. */
+static void runs_whole_after(struct __test_metadata *_metadata, const struct runs_whole *w,
+			     int ret)
+{
+	EXPECT_NE(0, ret);
+	EXPECT_EQ(w->pinned, iommu_counter("pages_pinned"));
+	EXPECT_EQ(w->unfit + 1, pool_counter(w->unfit_name));
+	EXPECT_EQ(w->handed, pool_counter("runs_handed_out"));
+	EXPECT_EQ(w->broken, pool_counter("runs_broken"));
+	EXPECT_EQ(VM_SIZE / SZ_1G, pool_read("runs_1g"));
+}
 
 /*
  * A pin of a whole GiB into a mount that cannot hold it takes no run
@@ -441,30 +478,19 @@ TEST_F_TIMEOUT(runs_dma, pin_of_part_of_a_gib_takes_no_run, 600)
  */
 TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
 {
-	long handed, broken, unfit, pinned = iommu_counter("pages_pinned");
+	struct runs_whole w;
 	uint8_t *p;
 	int fd, ret;
 
-	/* loose blocks for what the pin does take: no run need break */
-	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
-	pool_write("target_mib", (VM_SIZE >> 20) + LOOSE_MIB);
-	ASSERT_EQ(0, pool_wait("zero_mib", (VM_SIZE >> 20) + LOOSE_MIB, RUNS_SETTLE_MS));
 	zfs_mount(SMALL_MNT, SMALL_OPTS);
 	fd = zfs_create(SMALL_MNT "/ram", SZ_1G);
 	p = map_file(fd, SZ_1G, MAP_SHARED);
-	handed = pool_counter("runs_handed_out");
-	broken = pool_counter("runs_broken");
-	unfit = pool_counter("runs_unfit_mount");
+	runs_whole_before(_metadata, &w, "runs_unfit_mount");
 
 	ret = __vfio_map(self->container, p, 8 * SZ_1G, SZ_1G,
 			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
-	EXPECT_NE(0, ret);
 	TH_LOG("MAP_DMA of a GiB into a mount of 1022 MiB: %s", strerror(-ret));
-	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
-	EXPECT_EQ(unfit + 1, pool_counter("runs_unfit_mount"));
-	EXPECT_EQ(handed, pool_counter("runs_handed_out"));
-	EXPECT_EQ(broken, pool_counter("runs_broken"));
-	EXPECT_EQ(VM_SIZE / SZ_1G, pool_read("runs_1g"));
+	runs_whole_after(_metadata, &w, ret);
 	munmap(p, SZ_1G);
 	close(fd);
 	zfs_umount(SMALL_MNT);
@@ -487,13 +513,12 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_mount_keeps_runs_whole, 600)
  */
 TEST_F_TIMEOUT(runs_dma, nearly_full_memcg_keeps_runs_whole, 600)
 {
-	long handed, broken, unfit, pinned = iommu_counter("pages_pinned"), cg, ooms;
 	uint64_t iova = 8 * SZ_1G;	/* clear of x86's MSI window below 4 GiB */
+	struct runs_whole w;
+	long cg, ooms;
 	int ret;
 
-	ASSERT_EQ(0, __zeropin_param_write("run_build", 0));
-	pool_write("target_mib", (VM_SIZE >> 20) + LOOSE_MIB);
-	ASSERT_EQ(0, pool_wait("zero_mib", (VM_SIZE >> 20) + LOOSE_MIB, RUNS_SETTLE_MS));
+	runs_whole_before(_metadata, &w, "runs_unfit_memcg");
 	ret = __memcg_enter(FULL_MEMCG);
 	if (ret)
 		SKIP(return, "no memory cgroup to limit: %s", strerror(-ret));
@@ -502,25 +527,17 @@ TEST_F_TIMEOUT(runs_dma, nearly_full_memcg_keeps_runs_whole, 600)
 	ASSERT_LE(0, cg);
 	ASSERT_LE(0, ooms);
 	ASSERT_EQ(0, __memcg_set_max(FULL_MEMCG, cg + MEMCG_ROOM + MEMCG_SPARE));
-	handed = pool_counter("runs_handed_out");
-	broken = pool_counter("runs_broken");
-	unfit = pool_counter("runs_unfit_memcg");
 
 	ret = __vfio_map(self->container, self->ram + 3 * SZ_1G, iova, SZ_1G,
 			 VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
 	/* the limit lifted before anything else is allocated */
 	EXPECT_EQ(0, __memcg_set_max(FULL_MEMCG, -1));
-	EXPECT_NE(0, ret);
 	TH_LOG("MAP_DMA of a GiB in a memcg with %lu MiB of room: %s", MEMCG_ROOM >> 20,
 	       strerror(-ret));
+	runs_whole_after(_metadata, &w, ret);
 	EXPECT_LE(MEMCG_ROOM - MEMCG_SLACK, memcg_current(FULL_MEMCG) - cg)
 		TH_LOG("the pin charged the memcg %ld MiB", (memcg_current(FULL_MEMCG) - cg) >> 20);
 	EXPECT_EQ(ooms, memcg_event(FULL_MEMCG, "oom_kill"));
-	EXPECT_EQ(pinned, iommu_counter("pages_pinned"));
-	EXPECT_EQ(unfit + 1, pool_counter("runs_unfit_memcg"));
-	EXPECT_EQ(handed, pool_counter("runs_handed_out"));
-	EXPECT_EQ(broken, pool_counter("runs_broken"));
-	EXPECT_EQ(VM_SIZE / SZ_1G, pool_read("runs_1g"));
 	EXPECT_EQ(0, __memcg_leave(FULL_MEMCG));
 }
 
