@@ -548,6 +548,18 @@ static inline void zp_folio_set_has_hwpoisoned(struct folio *folio)
 #define zp_unbound_wq		system_unbound_wq
 #endif
 
+/* --- the node a kthread is made on: since 6.14 a kthread made on a node
+ * takes that node's CPUs as it starts, and again each time a CPU comes
+ * online (kthreads_online_cpu()), over a binding set since (zero_cpus).
+ * One made on no node is left alone at CPU online; its stack is then
+ * allocated anywhere, not on the node it zeroes for (the memory it
+ * zeroes is the node's all the same). --- */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 14, 0)
+#define ZP_KTHREAD_NODE(nid)	NUMA_NO_NODE
+#else
+#define ZP_KTHREAD_NODE(nid)	(nid)
+#endif
+
 /* --- PFNMAP (device BAR) lookup: follow_pfnmap_start() since 6.12 ---
  * The pfn mapped at addr in a VM_PFNMAP vma (caller holds the mmap lock)
  * and how many pages from addr on are sure to follow it contiguously: the

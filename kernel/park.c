@@ -13,6 +13,10 @@
  * block's only holder is that reference, and then takes it back, checked
  * page by page for poison (pool.c: set aside for good, or freed).
  *
+ * Each parked block holds the module: the kernel's type1 may hold its pin
+ * past the last zeropinfs mount, and an unload then would hand the block
+ * to type1's unpin unchecked (rmmod answers "in use" until it lets go).
+ *
  * A delayed work (unbound: a VM's whole RAM may be parked at its exit)
  * looks at the parked blocks every PARK_CHECK_MS while any are parked,
  * and at once when zeropin's backend has let go of a mapping.
@@ -25,6 +29,7 @@
 
 #include <linux/atomic.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -75,6 +80,7 @@ bool zp_park(struct folio *folio)
 		atomic_long_inc(&nr_park_failed);
 		return false;
 	}
+	__module_get(THIS_MODULE);	/* live: the file's mount holds it */
 	park_schedule();
 	return true;
 }
@@ -103,7 +109,10 @@ static bool park_done(struct folio *folio)
 	return folio_ref_count(folio) == 1;
 }
 
-/* Take back every block done, or (stopping) every block. */
+/* Take back every block done, and put the module reference each held (the
+ * last put may let an unload begin: it waits in zp_park_exit() for this
+ * work to return); or, stopping, every block (none but on the load's
+ * unwind, with no reference to put: the module is going). */
 static void park_sweep(bool all)
 {
 	struct folio *folio;
@@ -116,6 +125,8 @@ static void park_sweep(bool all)
 		xa_erase(&parked, index);
 		atomic_long_dec(&nr_parked);
 		park_release(folio);
+		if (!all)
+			module_put(THIS_MODULE);
 	}
 }
 
@@ -132,8 +143,9 @@ void zp_park_init(void (*release)(struct folio *folio))
 }
 
 /* Called once no file can let go of a block (every mount is gone: each
- * holds the module): a block still held then is its holder's to free,
- * unchecked. */
+ * holds the module) and, each parked block holding the module too, none is
+ * parked but on the load's own unwind; a block still held then would be
+ * its holder's to free, unchecked. */
 void zp_park_exit(void)
 {
 	cancel_delayed_work_sync(&park_work);

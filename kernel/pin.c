@@ -765,9 +765,30 @@ static void zp_pin_publish(const struct zp_pinned *p, const struct zp_pin_walk *
 	zp_stat_add(pfnmap_lookups, w->pfnmap_lookups);
 }
 
+/*
+ * Pages the mapping task may still lock: its RLIMIT_MEMLOCK less the mm's
+ * locked_vm, read once, without the mmap_lock (all of them with
+ * CAP_IPC_LOCK). A hint for zeropinfs' runs, which commit a whole GiB to
+ * the mount and the memcg at a pin's first batch, where the pin charges
+ * RLIMIT_MEMLOCK batch by batch: a pin that RLIMIT_MEMLOCK will stop
+ * takes no run past where it must stop.
+ */
+static unsigned long zp_lock_room(const struct zp_pinned *p)
+{
+	unsigned long limit, locked;
+
+	if (p->lock_cap)
+		return ULONG_MAX;
+	limit = task_rlimit(p->task, RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	locked = READ_ONCE(p->mm->locked_vm);
+	return limit > locked ? limit - locked : 0;
+}
+
 int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 		unsigned long npages, bool write, bool mmio_ok)
 {
+	/* a run only inside the pin, and inside what RLIMIT_MEMLOCK lets it pin */
+	unsigned long run_pages = min(npages, zp_lock_room(p));
 	struct zp_pin_walk w = {
 		.p = p,
 		.gup_flags = FOLL_LONGTERM | (write ? FOLL_WRITE : 0),
@@ -775,7 +796,7 @@ int zp_pin_user(struct zp_pinned *p, unsigned long vaddr,
 		.mmio_ok = mmio_ok,
 		.try_file = true,
 		.npages = npages,
-		.hand = { .start = vaddr, .end = vaddr + (npages << PAGE_SHIFT) },
+		.hand = { .start = vaddr, .end = vaddr + (run_pages << PAGE_SHIFT) },
 	};
 	unsigned long done = 0;
 	long got = 0;

@@ -46,7 +46,10 @@
  * and on faults' paths, is counted (debugfs zeroing_idle_ms,
  * zeroing_sync_ms); the kthreads' CPU time is their own (zeropin/N in ps).
  * If every CPU listed goes offline the scheduler moves a kthread elsewhere
- * and the binding is not restored: write zero_cpus again.
+ * and the binding is not restored: write zero_cpus again (so too on 7.2
+ * after an isolated cpuset partition is made or changed, which puts every
+ * unbound kthread on the housekeeping CPUs). Another CPU coming online
+ * leaves the binding as it is.
  *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
@@ -185,7 +188,9 @@ MODULE_PARM_DESC(run_build,
 	"the IOMMU maps with one entry each) in idle time where a node's pool "
 	"is a GiB or more short of its target; loose blocks fill the rest and "
 	"wherever a run cannot be had. A VFIO pin in an empty GiB of a file "
-	"takes a whole run. Writable at run time by root "
+	"takes a whole run. None while some CPUs are isolated (isolcpus=, "
+	"nohz_full=, an isolated cpuset partition): a build waits for work on "
+	"every CPU. Writable at run time by root "
 	"[DEFAULT: Y. Per GiB built, after run_quiet_ms without hand-outs: "
 	"an LRU and per-CPU list drain on every CPU, the migration of what "
 	"the GiB held at nice 19 (on 6.1 and on 6.12 before 6.12.78, Debian's "
@@ -516,13 +521,25 @@ static bool gib_short(struct node_pool *np, unsigned long held)
 	return held + ZP_RUN_BLOCKS <= np->target;
 }
 
-/* Does the node want a 1 GiB run: runs on and possible here, a GiB or
- * more below its target, no failed build waiting out its back-off?
- * Caller holds np->lock. */
+/* May runs be built on this host now: on, possible here, no CPU isolated
+ * (said once on the kernel log)? */
+static bool runs_allowed(void)
+{
+	if (!READ_ONCE(run_build) || !zp_runs_supported)
+		return false;
+	if (zp_run_cpus_isolated()) {
+		pr_info_once("no 1 GiB runs: some CPUs are isolated (isolcpus=, nohz_full= or an isolated cpuset partition), and a build would wait for work on each; loose blocks only\n");
+		return false;
+	}
+	return true;
+}
+
+/* Does the node want a 1 GiB run: runs allowed, a GiB or more below its
+ * target, no failed build waiting out its back-off? Caller holds
+ * np->lock. */
 static bool runs_wanted(struct node_pool *np)
 {
-	return READ_ONCE(run_build) && zp_runs_supported &&
-	       gib_short(np, node_held(np)) &&
+	return runs_allowed() && gib_short(np, node_held(np)) &&
 	       !time_before(jiffies, np->run_backoff_until);
 }
 
@@ -1611,6 +1628,7 @@ static int counters_show(struct seq_file *m, void *v)
 	seq_printf(m, "parked %lu\n", zp_parked());
 	seq_printf(m, "park_failed %lu\n", zp_park_failed());
 	seq_printf(m, "runs_supported %d\n", zp_runs_supported);
+	seq_printf(m, "runs_cpus_isolated %d\n", zp_run_cpus_isolated());
 	/* whether memory failure reports come (poison.c), and how many */
 	seq_printf(m, "poison_watched %d\n", zp_poison_watched());
 	seq_printf(m, "poison_reports %u\n", zp_poison_seq());
@@ -1707,7 +1725,7 @@ static int create_node(int nid)
 	init_waitqueue_head(&np->wait);
 	init_completion(&np->started);
 	node_pools[nid] = np;
-	np->thread = kthread_create_on_node(pool_thread, np, nid, "zeropin/%d", nid);
+	np->thread = kthread_create_on_node(pool_thread, np, ZP_KTHREAD_NODE(nid), "zeropin/%d", nid);
 	if (IS_ERR(np->thread)) {
 		int ret = PTR_ERR(np->thread);
 
@@ -1715,8 +1733,9 @@ static int create_node(int nid)
 		destroy_node(np);
 		return ret;
 	}
-	/* bound once it runs: since 6.14 a kthread made on a node takes that
-	 * node's CPUs as it starts, over what was set before */
+	/* bound once it runs: since 6.14 a kthread takes the CPUs of its node
+	 * (ZP_KTHREAD_NODE()), or the housekeeping ones, as it starts, over
+	 * what was set before */
 	wake_up_process(np->thread);
 	wait_for_completion(&np->started);
 	node_set_cpus(np, &zero_cpus_mask);

@@ -27,6 +27,7 @@
 #include <linux/mmzone.h>
 #include <linux/page_ref.h>
 #include <linux/poison.h>
+#include <linux/sched/isolation.h>
 #include <linux/vmstat.h>
 
 #include "compat.h"
@@ -47,6 +48,21 @@ bool zp_runs_supported;
  * for what must move (run_room()).
  */
 const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
+
+/*
+ * Some CPUs kept free of the kernel's housekeeping: isolcpus=, nohz_full=
+ * and, on 7.2, an isolated cpuset partition. A build's lru_cache_disable()
+ * queues work on every online CPU and waits for each; on such a CPU a
+ * SCHED_FIFO vCPU stands in its way: the build waits until the fair
+ * server preempts the vCPU for it (6.12 and 7.2), on 6.1 with RT
+ * throttling off for ever (the kthread in D state, rmmod with it). Hosts
+ * set up this way run latency-bound guests, so they get loose blocks
+ * only (the pool asks at every build: a partition can come at run time).
+ */
+bool zp_run_cpus_isolated(void)
+{
+	return housekeeping_enabled(HK_TYPE_DOMAIN) || housekeeping_enabled(HK_TYPE_TICK);
+}
 
 /* GiBs looked at per build: a scan reads 262144 struct pages (about a
  * millisecond each); 16 finds a free one on any host that has one nearby
@@ -162,6 +178,22 @@ static void run_free_pages_of(unsigned long pfn)
 		__free_page(pfn_to_page(pfn + i));
 }
 
+/* Is every section of the GiB at start online and still in zone? A
+ * memory block (128 MiB and up) goes offline on its own, not with the
+ * GiB's ends. */
+static bool run_online(struct zone *zone, unsigned long start)
+{
+	unsigned long pfn;
+	struct page *page;
+
+	for (pfn = start; pfn < start + ZP_RUN_PAGES; pfn += PAGES_PER_SECTION) {
+		page = pfn_to_online_page(pfn);
+		if (!page || page_zone(page) != zone)
+			return false;
+	}
+	return true;
+}
+
 int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLOCKS])
 {
 	struct zone *zone = &NODE_DATA(nid)->node_zones[ZONE_NORMAL];
@@ -173,10 +205,10 @@ int zp_run_build(int nid, unsigned long *cursor, struct folio *blocks[ZP_RUN_BLO
 	start = run_pick(zone, cursor);
 	if (!start)
 		return -ENOSPC;
-	/* the scan slept: the GiB may have gone offline since (the hotplug
-	 * lock is not exported; upstream's alloc_contig_pages() has the same
-	 * window) */
-	if (!pfn_to_online_page(start) || !pfn_to_online_page(start + ZP_RUN_PAGES - 1))
+	/* the scan slept: part of the GiB may have gone offline since (the
+	 * hotplug lock is not exported; upstream's alloc_contig_pages() has
+	 * the same window) */
+	if (!run_online(zone, start))
 		return -EBUSY;
 	ret = zp_alloc_contig_range(start, start + ZP_RUN_PAGES, zp_run_gfp);
 	if (ret)	/* -ENOSPC is ours alone: no GiB picked */

@@ -20,6 +20,10 @@ extern bool zp_runs_supported;
 
 void zp_run_init(void);
 
+/* Are some CPUs isolated (isolcpus=, nohz_full=, an isolated cpuset
+ * partition)? Then no run is built: a build waits for work on every CPU. */
+bool zp_run_cpus_isolated(void);
+
 /*
  * Take a free-enough, 1 GiB-aligned GiB of node nid's ZONE_NORMAL from the
  * page allocator (what it holds is migrated away) and cut it into blocks:

@@ -1159,20 +1159,26 @@ static bool zfs_fault_copies(struct vm_fault *vmf)
  * A healthy page of a block with a poisoned one, on a kernel whose
  * finish_fault() maps a whole large folio with PTEs (ZP_FAULT_MAPS_FOLIO)
  * and checks only the faulting page for poison (the core refuses a
- * poisoned vmf->page itself): map that one page the way fault-around
- * does, which skips poisoned pages and, the block flagged, declines the
- * PMD (__do_fault() preallocated the page table). The guest keeps the
- * block's other 511 pages. Takes the folio locked and referenced, lets
- * go of both.
+ * poisoned vmf->page itself): map it the way fault-around does, which
+ * skips poisoned pages and, the block flagged, declines the PMD
+ * (__do_fault() preallocated the page table). Like finish_fault(), 7.2's
+ * filemap_map_folio_range() then maps every healthy page of a block that
+ * lies within the vma and one page table, writable and dirty on a shared
+ * write fault; the guest keeps the block's other 511 pages.
+ *
+ * Mapping nothing is not an error: another fault holds the folio lock
+ * (fault-around only trylocks) or mapped the page first, or a punch took
+ * the block once its lock was dropped. The fault is retried, and the next
+ * one finds the page mapped, a new block, EOF (SIGBUS) or the page
+ * poisoned meanwhile (the core's VM_FAULT_HWPOISON). Takes the folio
+ * locked and referenced, lets go of both.
  */
 static vm_fault_t zfs_fault_one_page(struct vm_fault *vmf, struct folio *folio)
 {
-	vm_fault_t ret;
-
 	folio_unlock(folio);
-	ret = filemap_map_pages(vmf, vmf->pgoff, vmf->pgoff);
+	filemap_map_pages(vmf, vmf->pgoff, vmf->pgoff);
 	folio_put(folio);
-	return ret == VM_FAULT_NOPAGE ? ret : VM_FAULT_SIGBUS;
+	return VM_FAULT_NOPAGE;
 }
 
 /*

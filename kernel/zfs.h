@@ -18,9 +18,10 @@ struct vm_area_struct;
  * when the walk ends.
  */
 struct zp_zfs_hand {
-	unsigned long start, end;	/* the whole pin's user range: a run
-					 * only for a GiB inside it, so a pin
-					 * commits no more than it asks for */
+	unsigned long start, end;	/* the pin's user range, cut where
+					 * RLIMIT_MEMLOCK stops it: a run only
+					 * for a GiB inside it, so a pin commits
+					 * no more than it asks for and may pin */
 	struct address_space *mapping;	/* the file's the run was filed in */
 	unsigned long first;		/* file index of the run's first block */
 	struct folio **blocks;		/* ZP_RUN_BLOCKS: filed and referenced,

@@ -37,6 +37,7 @@ int __zeropin_unload(void)
 void zeropin_reset(void)
 {
 	umount2(ZFS_MNT, MNT_DETACH);
+	pool_parked_settle();	/* a parked block holds the module */
 	__zeropin_unload();
 }
 

@@ -27,11 +27,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -839,6 +842,107 @@ TEST_F(zfs_poison, poisoned_page_is_refused_and_the_rest_kept)
 	ASSERT_EQ(0, unlink(FILE_PATH));
 	EXPECT_EQ(0, pool_wait("inuse_mib", 0, 5000));
 	EXPECT_EQ(poisoned + 1, pool_counter("poisoned"));
+}
+
+/*
+ * Threads faulting the healthy pages of a block with a poisoned one, each
+ * zapping the block's PTEs (MADV_DONTNEED) before every touch: where the
+ * kernel maps a whole block at once (7.2; zfs_fault_one_page()), a fault
+ * that finds the block locked by another or its page already mapped maps
+ * nothing, and must be retried, never SIGBUS (under KVM an -EFAULT that
+ * kills the VM). Half the threads write, half read; every page keeps its
+ * own tag.
+ */
+#define RACE_THREADS	4
+#define RACE_ROUNDS	2000
+
+struct race_thread {
+	uint8_t *p;		/* the shared mapping */
+	unsigned long n;	/* this thread's page, in the poisoned block */
+	bool write;
+	int err;		/* 0, or -EILSEQ: a wrong tag */
+};
+
+static void *race_thread_fn(void *arg)
+{
+	struct race_thread *t = arg;
+	volatile uint8_t *b = t->p + t->n * TAG_PAGE;
+	int i;
+
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		madvise(t->p, TAG_BLOCK, MADV_DONTNEED);
+		if (t->write)
+			b[0] = b[0];
+		else
+			(void)b[0];
+	}
+	if (!tag_matches(t->p + t->n * TAG_PAGE, t->n, 0))
+		t->err = -EILSEQ;
+	return NULL;
+}
+
+/* In a forked child: RACE_THREADS threads over pages 2.. of the file's
+ * first block (page 1 poisoned); a SIGBUS kills the child. */
+static int race_job(void *arg)
+{
+	int fd = *(int *)arg;
+	struct race_thread t[RACE_THREADS];
+	pthread_t tid[RACE_THREADS];
+	uint8_t *p = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int i, err = 0;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	for (i = 0; i < RACE_THREADS; i++) {
+		t[i] = (struct race_thread){ .p = p, .n = 2 + i * 100, .write = i & 1 };
+		if (pthread_create(&tid[i], NULL, race_thread_fn, &t[i]))
+			return -EAGAIN;
+	}
+	for (i = 0; i < RACE_THREADS; i++) {
+		pthread_join(tid[i], NULL);
+		err = err ?: t[i].err;
+	}
+	return err;
+}
+
+TEST_F(zfs_poison, racing_faults_on_a_poisoned_block_never_sigbus)
+{
+	int ret = bounded_fork(poison_job, &self->fd, BOUNDED_MS);
+
+	ASSERT_TRUE(ret == 0 || ret == BOUNDED_SIG(SIGBUS))
+		TH_LOG("MADV_HWPOISON: %s", bounded_str(ret));
+	ret = bounded_fork(race_job, &self->fd, 4 * BOUNDED_MS);
+	EXPECT_EQ(0, ret) TH_LOG("%d threads faulting the block's healthy pages %d times each: %s",
+				 RACE_THREADS, RACE_ROUNDS, bounded_str(ret));
+	close(self->fd);
+	ASSERT_EQ(0, unlink(FILE_PATH));
+	EXPECT_EQ(0, pool_wait("inuse_mib", 0, 5000));
+}
+
+/*
+ * A block the file let go of while the kernel's type1 still pins it is
+ * parked (park.c) to be checked for poison once the pin goes; type1's pin
+ * outlives the mount, so until then the module stays: an unload would hand
+ * the block to type1's unpin unchecked. Zeropin's backend holds the module
+ * through its container anyway.
+ */
+TEST_F(zfs_poison, unload_waits_for_a_pin_on_a_parked_block)
+{
+	uint8_t *p;
+
+	if (variant->driver != DRIVER_TYPE1)
+		SKIP(return, "zeropin's backend holds the module through its container");
+	p = map_file(self->fd, FILE_SIZE, MAP_SHARED);
+	vfio_map(self->container, p, IOVA_BASE, FILE_SIZE);
+	munmap(p, FILE_SIZE);
+	close(self->fd);
+	ASSERT_EQ(0, unlink(FILE_PATH));
+	EXPECT_EQ(FILE_SIZE / TAG_BLOCK, pool_counter("parked"));
+	ASSERT_EQ(0, umount2(ZFS_MNT, 0));
+	EXPECT_EQ(-EAGAIN, __zeropin_unload());
+	vfio_unmap(self->container, IOVA_BASE, FILE_SIZE);
+	EXPECT_EQ(0, pool_parked_settle());
+	EXPECT_EQ(0, __zeropin_unload());
 }
 
 /*

@@ -562,4 +562,33 @@ TEST(zero_cpus_binds_the_kthreads)
 	zeropin_reset();
 }
 
+/*
+ * A CPU coming online leaves zero_cpus' binding as it was: since 6.14 the
+ * kernel re-applies a kthread's node affinity at every CPU online (it
+ * read 0-1 here before the kthreads were made on no node). CPU 1 goes
+ * offline and comes back, the kthread bound to CPU 0; CPU 1 is brought
+ * back whatever happens.
+ */
+#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
+
+TEST(zero_cpus_binding_outlives_a_cpu_coming_online)
+{
+	char cpus[256] = "";
+	int off, on;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || access(CPU1_ONLINE, W_OK))
+		SKIP(return, "no CPU 1 to take offline (%s)", CPU1_ONLINE);
+	zeropin_reset();
+	zeropin_load("zero_cpus=0 pool_mib=0");
+	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_STREQ("0", cpus);
+	off = __write_file(CPU1_ONLINE, "0");
+	on = __write_file(CPU1_ONLINE, "1");
+	ASSERT_EQ(0, off) TH_LOG("CPU 1 offline: %s", strerror(-off));
+	ASSERT_EQ(0, on) TH_LOG("CPU 1 online: %s", strerror(-on));
+	ASSERT_TRUE(kthread_cpus(cpus));
+	EXPECT_STREQ("0", cpus);
+	zeropin_reset();
+}
+
 TEST_HARNESS_MAIN
