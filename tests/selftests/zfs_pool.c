@@ -471,10 +471,12 @@ TEST_F_TIMEOUT(fragmented, refill_never_reclaims_or_compacts_directly, 300)
 	       self->frag.kept_kb / 1024, self->frag.size >> 20, free_memory_kb() / 1024,
 	       now_ms() - t0, pool_held_mib(), FRAG_POOL_MIB, failed, ours, all);
 	EXPECT_EQ(0, ours);
-	/* the kthread did ask past the whole blocks left, and was refused:
-	 * what it did then is what the tracepoints saw */
+	/* the kthread did ask past the whole blocks left: it was refused,
+	 * or got blocks kswapd and kcompactd made (more than were left
+	 * whole; the debug lab kernel's slow refill failed none in a run
+	 * that got 322 MiB): what it did then is what the tracepoints saw */
 	EXPECT_LT(0, pool_held_mib());
-	EXPECT_LT(0, failed);
+	EXPECT_TRUE(failed > 0 || pool_held_mib() > FRAG_LEAVE_MIB);
 	pool_write("target_mib", 0);
 }
 
