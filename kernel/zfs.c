@@ -74,6 +74,7 @@
 #include <linux/slab.h>
 #include <linux/statfs.h>
 #include <linux/uio.h>
+#include <linux/userfaultfd_k.h>
 
 #include "compat.h"
 #include "pool.h"
@@ -1166,7 +1167,8 @@ static bool zfs_fault_copies(struct vm_fault *vmf)
  * lies within the vma and one page table, writable and dirty on a shared
  * write fault; the guest keeps the block's other 511 pages.
  *
- * Mapping nothing is not an error: another fault holds the folio lock
+ * Not where userfaultfd is armed (zfs_fault()). Mapping nothing is not an
+ * error: another fault holds the folio lock
  * (fault-around only trylocks) or mapped the page first, or a punch took
  * the block once its lock was dropped. The fault is retried, and the next
  * one finds the page mapped, a new block, EOF (SIGBUS) or the page
@@ -1195,8 +1197,11 @@ static vm_fault_t zfs_fault(struct vm_fault *vmf)
 	if (err)
 		return fault_error(err);
 	vmf->page = folio_file_page(folio, vmf->pgoff);
+	/* where userfaultfd is armed, finish_fault() maps the one page itself
+	 * (uffd's per-page semantics), and fault-around would skip its empty
+	 * PTEs' write-protect markers, map nothing and retry for ever */
 	if (ZP_FAULT_MAPS_FOLIO && zp_folio_has_hwpoisoned(folio) && !PageHWPoison(vmf->page) &&
-	    !zfs_fault_copies(vmf))
+	    !zfs_fault_copies(vmf) && !userfaultfd_armed(vmf->vma))
 		return zfs_fault_one_page(vmf, folio);
 	return VM_FAULT_LOCKED;
 }
