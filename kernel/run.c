@@ -27,6 +27,7 @@
 #include <linux/mmzone.h>
 #include <linux/page_ref.h>
 #include <linux/poison.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/isolation.h>
 #include <linux/vmstat.h>
 
@@ -50,8 +51,11 @@ bool zp_runs_supported;
 const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
 
 /*
- * Some CPUs kept free of the kernel's housekeeping: isolcpus=, nohz_full=
- * and, on 7.2, an isolated cpuset partition. A build's lru_cache_disable()
+ * Some online CPUs kept free of the kernel's housekeeping now: isolcpus=,
+ * nohz_full= and, on 7.2, an isolated cpuset partition (CPU by CPU: 7.2
+ * keeps housekeeping's flag set once a partition has been, so the flag
+ * alone would keep runs off after the partition went; 6.12's housekeeping
+ * does not follow partitions at all). A build's lru_cache_disable()
  * queues work on every online CPU and waits for each; on such a CPU a
  * SCHED_FIFO vCPU stands in its way: the build waits until the fair
  * server preempts the vCPU for it (6.12 and 7.2), on 6.1 with RT
@@ -61,7 +65,19 @@ const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
  */
 bool zp_run_cpus_isolated(void)
 {
-	return housekeeping_enabled(HK_TYPE_DOMAIN) || housekeeping_enabled(HK_TYPE_TICK);
+	bool isolated = false;
+	int cpu;
+
+	rcu_read_lock();	/* 7.2's housekeeping masks are RCU pointers */
+	for_each_online_cpu(cpu) {
+		if (!housekeeping_test_cpu(cpu, HK_TYPE_DOMAIN) ||
+		    !housekeeping_test_cpu(cpu, HK_TYPE_TICK)) {
+			isolated = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return isolated;
 }
 
 /* GiBs looked at per build: a scan reads 262144 struct pages (about a
