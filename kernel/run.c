@@ -52,7 +52,8 @@ const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
 
 /*
  * Some online CPUs kept free of the kernel's housekeeping now: isolcpus=,
- * nohz_full= and, on 7.2, an isolated cpuset partition (CPU by CPU: 7.2
+ * nohz_full= and, on 7.2, an isolated cpuset partition (the online CPUs
+ * against housekeeping's masks, not its flags: 7.2
  * keeps housekeeping's flag set once a partition has been, so the flag
  * alone would keep runs off after the partition went; 6.12's housekeeping
  * does not follow partitions at all). A build's lru_cache_disable()
@@ -62,20 +63,16 @@ const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
  * throttling off for ever (the kthread in D state, rmmod with it). Hosts
  * set up this way run latency-bound guests, so they get loose blocks
  * only (the pool asks at every build: a partition can come at run time).
+ * Any context, np->lock held or not: a hint read without the hotplug lock
+ * (a CPU coming or going is seen at the next ask); takes rcu_read_lock().
  */
 bool zp_run_cpus_isolated(void)
 {
-	bool isolated = false;
-	int cpu;
+	bool isolated;
 
 	rcu_read_lock();	/* 7.2's housekeeping masks are RCU pointers */
-	for_each_online_cpu(cpu) {
-		if (!housekeeping_test_cpu(cpu, HK_TYPE_DOMAIN) ||
-		    !housekeeping_test_cpu(cpu, HK_TYPE_TICK)) {
-			isolated = true;
-			break;
-		}
-	}
+	isolated = !cpumask_subset(cpu_online_mask, housekeeping_cpumask(HK_TYPE_DOMAIN)) ||
+		   !cpumask_subset(cpu_online_mask, housekeeping_cpumask(HK_TYPE_TICK));
 	rcu_read_unlock();
 	return isolated;
 }

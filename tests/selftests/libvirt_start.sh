@@ -541,7 +541,7 @@ largest_gpu() {
 }
 
 test_uefi_gpu_domain_starts() {
-	local gpu mib out tl c first log=/var/log/libvirt/qemu/u1.log bar vfio
+	local gpu mib out tl c first log=/var/log/libvirt/qemu/u1.log bar tl_vfio
 	[ -f /usr/share/OVMF/OVMF_CODE_4M.fd ] && [ -f /l2/vmlinuz ] ||
 		{ ok "uefi_gpu_domain_starts # SKIP no OVMF or no L2 bzImage in the lab (make lab-userland)"; return; }
 	read -r gpu mib <<<"$(largest_gpu)"
@@ -559,11 +559,11 @@ test_uefi_gpu_domain_starts() {
 	bar=$(tr -d '\r' <"/tmp/u1-console.log" 2>/dev/null | grep -a -c 'BAR 2 \[mem 0x0*[1-9a-f][0-9a-f]*-.* 64bit pref\]')
 	# VFIO's time in the BARs phase comes from kprobe events, which the
 	# debug lab kernel lacks: zeropin-timeline says null there
-	vfio=$tl
-	[ -e /sys/kernel/tracing/kprobe_events ] || vfio=${tl//'"fw_bars_vfio_ms":null'/'"fw_bars_vfio_ms":0'}
+	tl_vfio=$tl
+	[ -e /sys/kernel/tracing/kprobe_events ] || tl_vfio=${tl//'"fw_bars_vfio_ms":null'/'"fw_bars_vfio_ms":0'}
 	if [ -n "$c" ] && [ -n "$first" ] && [ "$(echo "$c > $first" | bc)" = 1 ] && [ "$bar" -ge 1 ] &&
 		grep -q "X-PciMmio64Mb,string=" /tmp/u1.xml && echo "$tl" | grep -q '"map_ioctls":' &&
-		echo "$vfio" | grep -q '"fw_before_pci_ms":[0-9]*,"fw_enumeration_ms":[0-9]*,"fw_bars_ms":[0-9]*,"fw_bars_vfio_ms":[0-9.]*,"fw_decode_on":[1-9][0-9]*,"fw_boot_ms":[0-9]*,'; then
+		echo "$tl_vfio" | grep -q '"fw_before_pci_ms":[0-9]*,"fw_enumeration_ms":[0-9]*,"fw_bars_ms":[0-9]*,"fw_bars_vfio_ms":[0-9.]*,"fw_decode_on":[1-9][0-9]*,"fw_boot_ms":[0-9]*,'; then
 		ok "uefi_gpu_domain_starts"
 		echo "# $gpu ($mib MiB of BAR), aperture $(sed -n "s/.*X-PciMmio64Mb,string=\([0-9]*\)'.*/\1/p" /tmp/u1.xml) MiB: $tl"
 	else

@@ -749,6 +749,16 @@ static int poison_job(void *arg)
 	return 0;
 }
 
+/* Page 1 of the file poisoned (poison_job()); the child mapping it may die
+ * of the SIGBUS memory failure sends. */
+static void poison_page_1(struct __test_metadata *_metadata, int fd)
+{
+	int ret = bounded_fork(poison_job, &fd, BOUNDED_MS);
+
+	ASSERT_TRUE(ret == 0 || ret == BOUNDED_SIG(SIGBUS))
+		TH_LOG("MADV_HWPOISON: %s", bounded_str(ret));
+}
+
 /* One page through read() or write(). */
 struct page_io {
 	int fd;
@@ -800,10 +810,7 @@ TEST_F(zfs_poison, poisoned_page_is_refused_and_the_rest_kept)
 	unsigned int i;
 	int ret;
 
-	ret = bounded_fork(poison_job, &self->fd, BOUNDED_MS);
-	ASSERT_TRUE(ret == 0 || ret == BOUNDED_SIG(SIGBUS))
-		TH_LOG("MADV_HWPOISON: %s", bounded_str(ret));
-
+	poison_page_1(_metadata, self->fd);
 	io.n = 1;
 	EXPECT_EQ(-EIO, bounded_call(page_io_job, &io, BOUNDED_MS));
 	io.write = true;
@@ -909,10 +916,9 @@ static int race_job(void *arg)
 
 TEST_F(zfs_poison, racing_faults_on_a_poisoned_block_never_sigbus)
 {
-	int ret = bounded_fork(poison_job, &self->fd, BOUNDED_MS);
+	int ret;
 
-	ASSERT_TRUE(ret == 0 || ret == BOUNDED_SIG(SIGBUS))
-		TH_LOG("MADV_HWPOISON: %s", bounded_str(ret));
+	poison_page_1(_metadata, self->fd);
 	ret = bounded_fork(race_job, &self->fd, 4 * BOUNDED_MS);
 	EXPECT_EQ(0, ret) TH_LOG("%d threads faulting the block's healthy pages %d times each: %s",
 				 RACE_THREADS, RACE_ROUNDS, bounded_str(ret));
@@ -957,10 +963,9 @@ static int uffd_wp_read_job(void *arg)
 
 TEST_F(zfs_poison, uffd_write_protected_poisoned_block_faults_finish)
 {
-	int ret = bounded_fork(poison_job, &self->fd, BOUNDED_MS);
+	int ret;
 
-	ASSERT_TRUE(ret == 0 || ret == BOUNDED_SIG(SIGBUS))
-		TH_LOG("MADV_HWPOISON: %s", bounded_str(ret));
+	poison_page_1(_metadata, self->fd);
 	ret = bounded_fork(uffd_wp_read_job, &self->fd, BOUNDED_MS);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no asynchronous userfaultfd write-protect on a file mapping (6.7 on)");
