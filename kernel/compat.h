@@ -705,6 +705,21 @@ static inline struct iommu_domain *zp_iommu_domain_alloc(struct device *dev)
 #endif
 }
 
+/*
+ * --- An isolated cpuset partition's CPUs, where housekeeping does not say ---
+ * 6.7 to 6.19 keep them in cpuset's own mask (cpuset_cpu_is_isolated(),
+ * exported, lockless). From 7.0 housekeeping's DOMAIN mask leaves them
+ * out and the helper is gone ("cpuset: Remove cpuset_cpu_is_isolated()",
+ * the series that made that mask follow partitions); 6.1 has no isolated
+ * partitions.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(7, 0, 0)
+#include <linux/cpuset.h>
+#define zp_cpuset_cpu_isolated(cpu)	cpuset_cpu_is_isolated(cpu)
+#else
+#define zp_cpuset_cpu_isolated(cpu)	((void)(cpu), false)
+#endif
+
 /* --- MSI isolation (interrupt remapping) of a group; a helper since 6.2 --- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
 static inline bool zp_group_msi_isolated(struct iommu_group *group)

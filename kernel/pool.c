@@ -38,18 +38,20 @@
  * that fails while in use.
  *
  * Staying out of the VMs' way: the kthreads run SCHED_IDLE, on their node's
- * CPUs or on the housekeeping CPUs the admin names (zero_cpus), at most
- * zero_rate_mib MiB/s each (an idle CPU is not an idle memory bus:
+ * CPUs that no isolation (isolcpus=, nohz_full=, an isolated cpuset
+ * partition) keeps for vCPUs, or on the CPUs the admin names (zero_cpus),
+ * at most zero_rate_mib MiB/s each (an idle CPU is not an idle memory bus:
  * non-temporal zeroing can take a socket's bandwidth from the VMs on the
  * other cores). The time spent zeroing (wall clock around it: a kthread
  * preempted by a VM, or a refill that reclaims, counts), in the kthreads
  * and on faults' paths, is counted (debugfs zeroing_idle_ms,
  * zeroing_sync_ms); the kthreads' CPU time is their own (zeropin/N in ps).
  * If every CPU listed goes offline the scheduler moves a kthread elsewhere
- * and the binding is not restored: write zero_cpus again (so too on 7.2
- * after an isolated cpuset partition is made or changed, which puts every
- * unbound kthread on the housekeeping CPUs). Another CPU coming online
- * leaves the binding as it is.
+ * and the binding is not restored: write zero_cpus again (so too after an
+ * isolated cpuset partition is made or changed, on 6.12 and 7.2, which
+ * puts every unbound kthread on the CPUs left outside partitions; the
+ * default is computed at load and at each zero_cpus write). Another CPU
+ * coming online leaves the binding as it is.
  *
  * Budget: module parameter pool_mib, then /sys/kernel/zeropin/pool/target_mib.
  * A shrinker hands zero and dirty blocks back under memory pressure and the
@@ -232,7 +234,8 @@ MODULE_PARM_DESC(zero_cpus,
 	"CPUs the zeroing kthreads may run on, as a CPU list (0-3,8); each "
 	"node's kthread takes those of its node, or all listed when none is; "
 	"empty for the default. Writable at run time by root "
-	"[DEFAULT: empty, each kthread on its node's CPUs]");
+	"[DEFAULT: empty, each kthread on its node's CPUs less the isolated "
+	"ones (isolcpus=, nohz_full=, an isolated cpuset partition at load)]");
 
 struct node_pool {
 	int nid;			/* NUMA node the blocks come from */
@@ -1639,19 +1642,43 @@ DEFINE_SHOW_ATTRIBUTE(counters);
 /* --- zero_cpus: where the kthreads run --- */
 
 /*
+ * The default binding, into mask: node nid's CPUs that no isolation keeps
+ * free (zp_cpu_isolated(): an isolated core is a vCPU's, not the
+ * zeroing's), else the housekeeping CPUs elsewhere (this node's memory
+ * zeroed remotely), else, every CPU isolated, the node's CPUs.
+ */
+static void default_cpus(struct cpumask *mask, int nid)
+{
+	int cpu;
+
+	rcu_read_lock();	/* zp_cpu_isolated()'s contract */
+	for_each_online_cpu(cpu)
+		if (!zp_cpu_isolated(cpu))
+			cpumask_set_cpu(cpu, mask);
+	rcu_read_unlock();
+	if (cpumask_intersects(mask, cpumask_of_node(nid)))
+		cpumask_and(mask, mask, cpumask_of_node(nid));
+	else if (cpumask_empty(mask))
+		cpumask_copy(mask, cpumask_of_node(nid));
+}
+
+/*
  * Bind a node's kthread to the CPUs of want on its node, else to all of
  * want (housekeeping CPUs elsewhere zero this node's memory remotely),
- * else (want empty: the default) to its node's CPUs.
+ * else (want empty: the default) to default_cpus(). What the admin lists
+ * is taken as it is, isolated or not.
  */
 static void node_set_cpus(struct node_pool *np, const struct cpumask *want)
 {
 	cpumask_var_t mask;
 
-	if (cpumask_empty(want) || !zalloc_cpumask_var(&mask, GFP_KERNEL)) {
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL)) {
 		set_cpus_allowed_ptr(np->thread, cpumask_of_node(np->nid));
 		return;
 	}
-	if (!cpumask_and(mask, want, cpumask_of_node(np->nid)))
+	if (cpumask_empty(want))
+		default_cpus(mask, np->nid);
+	else if (!cpumask_and(mask, want, cpumask_of_node(np->nid)))
 		cpumask_copy(mask, want);
 	set_cpus_allowed_ptr(np->thread, mask);
 	free_cpumask_var(mask);

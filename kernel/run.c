@@ -51,28 +51,44 @@ bool zp_runs_supported;
 const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
 
 /*
- * Some online CPUs kept free of the kernel's housekeeping now: isolcpus=,
- * nohz_full= and, on 7.2, an isolated cpuset partition (the online CPUs
- * against housekeeping's masks, not its flags: 7.2
- * keeps housekeeping's flag set once a partition has been, so the flag
- * alone would keep runs off after the partition went; 6.12's housekeeping
- * does not follow partitions at all). A build's lru_cache_disable()
- * queues work on every online CPU and waits for each; on such a CPU a
- * SCHED_FIFO vCPU stands in its way: the build waits until the fair
- * server preempts the vCPU for it (6.12 and 7.2), on 6.1 with RT
- * throttling off for ever (the kthread in D state, rmmod with it). Hosts
- * set up this way run latency-bound guests, so they get loose blocks
- * only (the pool asks at every build: a partition can come at run time).
- * Any context, np->lock held or not: a hint read without the hotplug lock
- * (a CPU coming or going is seen at the next ask); takes rcu_read_lock().
+ * Whether cpu is kept free of the kernel's housekeeping now: isolcpus=,
+ * nohz_full= (housekeeping's DOMAIN and TICK masks) or an isolated cpuset
+ * partition (7.2: in the DOMAIN mask; 6.12: cpuset's own,
+ * zp_cpuset_cpu_isolated()). The masks, not housekeeping's flags: 7.2
+ * keeps the DOMAIN flag set once a partition has been. Caller holds
+ * rcu_read_lock() (7.2's housekeeping masks are RCU pointers).
+ */
+bool zp_cpu_isolated(int cpu)
+{
+	return !housekeeping_test_cpu(cpu, HK_TYPE_DOMAIN) ||
+	       !housekeeping_test_cpu(cpu, HK_TYPE_TICK) ||
+	       zp_cpuset_cpu_isolated(cpu);
+}
+
+/*
+ * Some online CPU isolated (zp_cpu_isolated())? A build's
+ * lru_cache_disable() queues work on every online CPU and waits for each;
+ * on such a CPU a SCHED_FIFO vCPU stands in its way: the build waits
+ * until the fair server preempts the vCPU for it (6.12 and 7.2), on 6.1
+ * with RT throttling off for ever (the kthread in D state, rmmod with
+ * it). Hosts set up this way run latency-bound guests, so they get loose
+ * blocks only (the pool asks at every build: a partition can come at run
+ * time). Any context, np->lock held or not: a hint read without the
+ * hotplug lock (a CPU coming or going is seen at the next ask), a few
+ * bit tests per online CPU; takes rcu_read_lock().
  */
 bool zp_run_cpus_isolated(void)
 {
-	bool isolated;
+	bool isolated = false;
+	int cpu;
 
-	rcu_read_lock();	/* 7.2's housekeeping masks are RCU pointers */
-	isolated = !cpumask_subset(cpu_online_mask, housekeeping_cpumask(HK_TYPE_DOMAIN)) ||
-		   !cpumask_subset(cpu_online_mask, housekeeping_cpumask(HK_TYPE_TICK));
+	rcu_read_lock();
+	for_each_online_cpu(cpu) {
+		if (zp_cpu_isolated(cpu)) {
+			isolated = true;
+			break;
+		}
+	}
 	rcu_read_unlock();
 	return isolated;
 }

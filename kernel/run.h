@@ -20,8 +20,12 @@ extern bool zp_runs_supported;
 
 void zp_run_init(void);
 
-/* Are some CPUs isolated (isolcpus=, nohz_full=, an isolated cpuset
- * partition)? Then no run is built: a build waits for work on every CPU. */
+/* Is cpu isolated (isolcpus=, nohz_full=, an isolated cpuset partition)?
+ * Caller holds rcu_read_lock(). */
+bool zp_cpu_isolated(int cpu);
+
+/* Are some online CPUs isolated? Then no run is built: a build waits for
+ * work on every CPU. */
 bool zp_run_cpus_isolated(void);
 
 /*

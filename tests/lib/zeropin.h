@@ -108,6 +108,12 @@ int page_in_block(const void *addr);
  * negative errno when it cannot be read (root: /proc/kpageflags). */
 int pfn_block_held(uint64_t pfn);
 
+/* The CPU list node nid's kthread (zeropin/NID) may run on
+ * (Cpus_allowed_list), into buf; polled until the kthread is found, alone
+ * (the last module's may still be exiting), for up to timeout_ms. 0,
+ * -ETIMEDOUT, or -errno. */
+int zeropin_kthread_cpus(int nid, char *buf, size_t len, int timeout_ms);
+
 /* 0 when the guest kernel was booted with init_on_alloc=0, else 1 (the
  * Debian default: the page allocator clears every page it hands out). */
 int init_on_alloc(void);

@@ -7,7 +7,6 @@
  * anything being OOM-killed.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -317,56 +316,6 @@ TEST_F(pool, statistics_are_root_only)
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* The pid of the zeropin kthread named comm ("zeropin/0"), 0 when there
- * is none (or more than one: the last module's, still exiting). */
-static int kthread_pid(const char *comm)
-{
-	char path[64], name[32];
-	int pid = 0, n = 0;
-	struct dirent *d;
-	DIR *dp = opendir("/proc");
-	FILE *f;
-
-	while (dp && (d = readdir(dp))) {
-		snprintf(path, sizeof(path), "/proc/%.16s/comm", d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, comm, strlen(comm)) &&
-		    name[strlen(comm)] == '\n') {
-			pid = atoi(d->d_name);
-			n++;
-		}
-		fclose(f);
-	}
-	if (dp)
-		closedir(dp);
-	return n == 1 ? pid : 0;
-}
-
-/* The CPU list node 0's kthread may run on, into buf (256 bytes); false
- * when it is not found within POOL_SETTLE_MS (the last module's may still
- * be exiting). */
-static bool kthread_cpus(char *buf)
-{
-	char path[64], line[256];
-	double end = now_ms() + POOL_SETTLE_MS;
-	bool found = false;
-	int pid;
-	FILE *f;
-
-	while (!(pid = kthread_pid("zeropin/0")) && now_ms() < end)
-		usleep(10000);
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = pid ? fopen(path, "r") : NULL;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Cpus_allowed_list:\t%255s", buf) == 1)
-			found = true;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /* NUMA nodes with memory: each has its own kthread, capped on its own,
  * and an equal share of the target. */
 static int memory_nodes(void)
@@ -545,23 +494,23 @@ TEST(zero_cpus_binds_the_kthreads)
 		SKIP(return, "one CPU: a binding would show nothing");
 	zeropin_reset();
 	zeropin_load("pool_mib=0");
-	ASSERT_TRUE(kthread_cpus(dflt));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, dflt, sizeof(dflt), POOL_SETTLE_MS));
 	EXPECT_EQ(0, __zeropin_param_set("zero_cpus", "1"));
-	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS));
 	EXPECT_STREQ("1", cpus);
 	pool_write("target_mib", 16);
 	EXPECT_EQ(0, pool_wait("zero_mib", 16, POOL_SETTLE_MS));
 	EXPECT_NE(0, __zeropin_param_set("zero_cpus", "100000"));
 	EXPECT_NE(0, __zeropin_param_set("zero_cpus", "zero"));
-	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS));
 	EXPECT_STREQ("1", cpus);	/* a refused write changes nothing */
 	EXPECT_EQ(0, __zeropin_param_set("zero_cpus", "\n"));
-	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS));
 	EXPECT_STREQ(dflt, cpus);
 	zeropin_reset();
 	/* and at load time */
 	zeropin_load("zero_cpus=1");
-	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS));
 	EXPECT_STREQ("1", cpus);
 	zeropin_reset();
 }
@@ -584,23 +533,22 @@ TEST(zero_cpus_binding_outlives_a_cpu_coming_online)
 		SKIP(return, "no CPU 1 to take offline (%s)", CPU1_ONLINE);
 	zeropin_reset();
 	zeropin_load("zero_cpus=0 pool_mib=0");
-	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS));
 	ASSERT_STREQ("0", cpus);
 	off = __write_file(CPU1_ONLINE, "0");
 	on = __write_file(CPU1_ONLINE, "1");
 	ASSERT_EQ(0, off) TH_LOG("CPU 1 offline: %s", strerror(-off));
 	ASSERT_EQ(0, on) TH_LOG("CPU 1 online: %s", strerror(-on));
-	ASSERT_TRUE(kthread_cpus(cpus));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS));
 	EXPECT_STREQ("0", cpus);
 	zeropin_reset();
 }
 
 /*
- * An isolated cpuset partition stops run builds while it lasts, and only
- * then (debugfs runs_cpus_isolated): 7.2 keeps housekeeping's flag set
- * once a partition has been, so the check goes CPU by CPU. 6.12's
- * housekeeping does not follow partitions (left as it is, said in
- * docs/module.md): skipped before 7.
+ * An isolated cpuset partition (6.7 on: 6.12 and 7.2) of CPU 1. The
+ * isolation check goes CPU by CPU against housekeeping's masks (7.2 keeps
+ * housekeeping's flag set once a partition has been) and, on 6.12, whose
+ * housekeeping does not follow partitions, cpuset's own.
  */
 #define ISO_CGROUP	"/sys/fs/cgroup/zp-isolated"
 
@@ -625,20 +573,36 @@ static void release_cpu1(void)
 	rmdir(ISO_CGROUP);
 }
 
-TEST(isolated_cpuset_partition_stops_runs_while_it_lasts)
+/* Why a partition test cannot run here, or NULL: a kernel before 6.7, one
+ * CPU, or CPUs isolated from boot on (zeropin loaded to ask). */
+static const char *partition_skip(void)
 {
 	struct utsname u;
-	long during;
-	int ret;
+	int major, minor;
 
-	if (uname(&u) || atoi(u.release) < 7)
-		SKIP(return, "this kernel's housekeeping does not follow cpuset partitions (7.2's does)");
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
+	    major * 100 + minor < 607)
+		return "no isolated cpuset partitions before 6.7";
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		SKIP(return, "one CPU: none to isolate");
+		return "one CPU: none to isolate";
 	zeropin_reset();
 	zeropin_load("pool_mib=0");
 	if (pool_counter("runs_cpus_isolated"))
-		SKIP(return, "CPUs isolated from boot on (isolcpus=, nohz_full=)");
+		return "CPUs isolated from boot on (isolcpus=, nohz_full=)";
+	return NULL;
+}
+
+/* Run builds stop while the partition lasts, and only then (debugfs
+ * runs_cpus_isolated): the old check read 1 after a partition had gone
+ * on 7.2, and 0 during one on 6.12. */
+TEST(isolated_cpuset_partition_stops_runs_while_it_lasts)
+{
+	const char *skip = partition_skip();
+	long during;
+	int ret;
+
+	if (skip)
+		SKIP(return, "%s", skip);
 	ret = isolate_cpu1();
 	during = pool_counter("runs_cpus_isolated");
 	release_cpu1();
@@ -646,6 +610,30 @@ TEST(isolated_cpuset_partition_stops_runs_while_it_lasts)
 		SKIP(return, "no isolated cpuset partition here: %s", strerror(-ret));
 	EXPECT_EQ(1, during);
 	EXPECT_EQ(0, pool_counter("runs_cpus_isolated"));
+	zeropin_reset();
+}
+
+/* A kthread started while the partition lasts stays off its CPU by
+ * default (the old default bound it to its node's CPUs, 0-1 here). */
+TEST(kthread_starts_off_an_isolated_cpuset_partition)
+{
+	const char *skip = partition_skip();
+	char cpus[256] = "";
+	int ret, found = -ENOENT;
+
+	if (skip)
+		SKIP(return, "%s", skip);
+	ret = isolate_cpu1();
+	if (!ret) {
+		zeropin_reset();
+		zeropin_load("pool_mib=0");
+		found = zeropin_kthread_cpus(0, cpus, sizeof(cpus), POOL_SETTLE_MS);
+	}
+	release_cpu1();
+	if (ret)
+		SKIP(return, "no isolated cpuset partition here: %s", strerror(-ret));
+	ASSERT_EQ(0, found);
+	EXPECT_STREQ("0", cpus);
 	zeropin_reset();
 }
 

@@ -876,6 +876,26 @@ TEST_F_TIMEOUT(runs_isolated, no_run_while_cpus_are_isolated, 600)
 }
 
 /*
+ * The zeroing kthread stays off the isolated CPU by default (it read 0-1,
+ * its node's CPUs, before the default left isolated CPUs out); a list the
+ * admin writes is taken as written.
+ */
+TEST_F(runs_isolated, kthread_keeps_off_isolated_cpus)
+{
+	char cpus[256] = "";
+
+	zeropin_load("pool_mib=0");
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), RUNS_SETTLE_MS));
+	EXPECT_STREQ("0", cpus);
+	ASSERT_EQ(0, __zeropin_param_set("zero_cpus", "1"));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), RUNS_SETTLE_MS));
+	EXPECT_STREQ("1", cpus);
+	ASSERT_EQ(0, __zeropin_param_set("zero_cpus", "\n"));
+	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), RUNS_SETTLE_MS));
+	EXPECT_STREQ("0", cpus);
+}
+
+/*
  * A fragmented host: a page pinned long-term in every 2 MiB of memory a
  * filler took (tests/lib/pressure.h: io_uring, as another tenant's VFIO
  * or RDMA pins), FRAG_LEAVE_MIB left whole. Free memory is plenty but no
