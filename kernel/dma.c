@@ -825,6 +825,17 @@ static int zp_map_check(struct zp_container *c, struct vfio_iommu_type1_dma_map 
 {
 	size_t pgsize = 1UL << __ffs(c->pgsize_bitmap);
 
+	/* in 7.2's type1 order: a range that wraps is ZP_EWRAP before its
+	 * flags or alignment are looked at (6.1 and 6.12 say -EINVAL to
+	 * each, whatever the order) */
+	if ((size_t)map->size != map->size || (unsigned long)map->vaddr != map->vaddr ||
+	    (dma_addr_t)map->iova != map->iova)
+		return ZP_EWRAP;
+	if (!map->size)
+		return -EINVAL;
+	if (map->iova + map->size - 1 < map->iova ||
+	    map->vaddr + map->size - 1 < map->vaddr)
+		return ZP_EWRAP;
 	if (map->flags & VFIO_DMA_MAP_FLAG_VADDR)
 		return -EINVAL;	/* VFIO_UPDATE_VADDR is not offered */
 	*prot = 0;
@@ -832,16 +843,10 @@ static int zp_map_check(struct zp_container *c, struct vfio_iommu_type1_dma_map 
 		*prot |= IOMMU_READ;
 	if (map->flags & VFIO_DMA_MAP_FLAG_WRITE)
 		*prot |= IOMMU_WRITE;
-	if ((size_t)map->size != map->size || (unsigned long)map->vaddr != map->vaddr ||
-	    (dma_addr_t)map->iova != map->iova)
-		return ZP_EWRAP;
 	if (!*prot)
 		return -EINVAL;
-	if (!map->size || ((map->size | map->iova | map->vaddr) & (pgsize - 1)))
+	if ((map->size | map->iova | map->vaddr) & (pgsize - 1))
 		return -EINVAL;
-	if (map->iova + map->size - 1 < map->iova ||
-	    map->vaddr + map->size - 1 < map->vaddr)
-		return ZP_EWRAP;
 	if (zp_dma_find(c, map->iova, map->iova + map->size - 1))
 		return -EEXIST;
 	if (!c->dma_avail)

@@ -95,6 +95,12 @@ TEST_F(bad_request, map_iova_wraps)
 {
 	EXPECT_EQ(ewrap(), __vfio_map(self->container, self->buf.addr,
 				      UINT64_MAX - PAGE + 1, 2 * PAGE, RW));
+	/* the wrap is seen before the flags and the alignment (zeropin
+	 * said -EINVAL to both on 7.2) */
+	EXPECT_EQ(ewrap(), __vfio_map(self->container, self->buf.addr,
+				      UINT64_MAX - PAGE + 1, 2 * PAGE, 0));
+	EXPECT_EQ(ewrap(), __vfio_map(self->container, self->buf.addr,
+				      UINT64_MAX - PAGE + 1, 2 * PAGE + 1, RW));
 	assert_nothing_mapped(_metadata, self->container);
 }
 
