@@ -54,7 +54,7 @@ const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
  * Whether cpu is kept free of the kernel's housekeeping now: isolcpus=,
  * nohz_full= (housekeeping's DOMAIN and TICK masks) or an isolated cpuset
  * partition (7.2: in the DOMAIN mask; 6.12: cpuset's own,
- * zp_cpuset_cpu_isolated()). The masks, not housekeeping's flags: 7.2
+ * zp_cpuset_cpu_isolated(); 6.1: not seen). The masks, not housekeeping's flags: 7.2
  * keeps the DOMAIN flag set once a partition has been. Caller holds
  * rcu_read_lock() (7.2's housekeeping masks are RCU pointers).
  */
@@ -67,8 +67,11 @@ bool zp_cpu_isolated(int cpu)
 
 /*
  * Some online CPU isolated (zp_cpu_isolated())? A build's
- * lru_cache_disable() queues work on every online CPU and waits for each;
- * on such a CPU a SCHED_FIFO vCPU stands in its way: the build waits
+ * lru_cache_disable() and the per-CPU list drain queue work on each CPU
+ * whose LRU caches or free lists hold pages (a CPU whose vCPU faulted
+ * memory in does) and wait for it, after an expedited RCU grace period
+ * that interrupts every CPU; on such a CPU a SCHED_FIFO vCPU stands in
+ * the work's way: the build waits
  * until the fair server preempts the vCPU for it (6.12 and 7.2), on 6.1
  * with RT throttling off for ever (the kthread in D state, rmmod with
  * it). Hosts set up this way run latency-bound guests, so they get loose
@@ -106,9 +109,11 @@ bool zp_run_cpus_isolated(void)
  * or should not: offline or another zone's memory, reserved pages, hugetlb
  * pages, unevictable pages (zeropinfs' own folios, mlocked memory: 6.1's
  * alloc_contig_range() would unmap and fail to move them, over and over),
- * pages pinned for DMA, and non-LRU pages in use (slab, drivers, blocks of
- * this pool) that do not move. Reads struct pages without locks: a hint, alloc_contig_range()
- * decides. Caller holds no lock; may reschedule.
+ * pages pinned for DMA, non-LRU pages in use (slab, drivers, blocks of
+ * this pool) that do not move, and folios locked or under writeback now.
+ * Reads struct pages without locks: a hint, alloc_contig_range() decides
+ * (a folio locked after the scan is still waited for). Caller holds no
+ * lock; may reschedule.
  */
 static long run_free_pages(struct zone *zone, unsigned long start)
 {
@@ -143,6 +148,12 @@ static long run_free_pages(struct zone *zone, unsigned long start)
 		if (folio_test_unevictable(folio) || folio_maybe_dma_pinned(folio))
 			return -1;
 		if (!folio_test_lru(folio) && folio_ref_count(folio))
+			return -1;
+		/* the migration waits for a folio's lock and its writeback,
+		 * without a bound (a read a FUSE server never answers, a
+		 * write to a stalled device), with LRU caching off on every
+		 * CPU meanwhile: one held now may be held for long */
+		if (folio_test_locked(folio) || folio_test_writeback(folio))
 			return -1;
 		if (!folio_ref_count(folio))
 			free++;		/* on a per-CPU free list */

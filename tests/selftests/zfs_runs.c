@@ -38,6 +38,7 @@
 
 #include "kselftest_harness.h"
 #include "kmsg.h"
+#include "fuse_stall.h"
 #include "pressure.h"
 #include "util.h"
 #include "vfio_driver.h"
@@ -893,6 +894,96 @@ TEST_F(runs_isolated, kthread_keeps_off_isolated_cpus)
 	ASSERT_EQ(0, __zeropin_param_set("zero_cpus", "\n"));
 	ASSERT_EQ(0, zeropin_kthread_cpus(0, cpus, sizeof(cpus), RUNS_SETTLE_MS));
 	EXPECT_STREQ("0", cpus);
+}
+
+/*
+ * A hostile user's FUSE server that never answers a read: the page-cache
+ * folios of its file stay locked (tests/lib/fuse_stall.h). Islands of
+ * them through free memory, STALL_ISLAND_MIB after every STALL_EVERY_MIB
+ * of anonymous memory, which then goes: a run build's migration would
+ * wait for their locks without a bound, LRU caching off on every CPU
+ * meanwhile. The build keeps off every GiB with one, and the pool fills
+ * (the module before the fix blocked in the migration, the pool empty).
+ */
+#define STALL_EVERY_MIB		62
+#define STALL_ISLAND_MIB	2
+#define STALL_LEAVE_MIB		512	/* free memory the fill leaves */
+#define STALL_MAX_CHUNKS	1024	/* 62 GiB of anonymous memory at most */
+#define STALL_DIR		"/tmp/zp-stall"
+
+FIXTURE(runs_stalled) {
+	struct fuse_stall fs;
+};
+
+FIXTURE_SETUP(runs_stalled)
+{
+	int ret;
+
+	memset(&self->fs, 0, sizeof(self->fs));
+	if (!getenv("ZP_RUNS_BOOT"))
+		SKIP(return, "runs in a lab boot of its own (ZP_RUNS_BOOT=1, tests/run-selftests): it fills most of the lab's memory");
+	zeropin_reset();
+	zeropin_load("pool_mib=0");
+	ret = __fuse_stall_start(&self->fs, STALL_DIR, (uint64_t)STALL_MAX_CHUNKS * SZ_2M);
+	if (ret == -ENODEV)
+		SKIP(return, "no FUSE in this kernel");
+	ASSERT_EQ(0, ret) TH_LOG("FUSE server at %s: %s", STALL_DIR, strerror(-ret));
+}
+
+FIXTURE_TEARDOWN(runs_stalled)
+{
+	fuse_stall_stop(&self->fs);
+	zeropin_reset();
+}
+
+/* Anonymous memory with an island of locked folios after each chunk, down
+ * to STALL_LEAVE_MIB free, then the anonymous memory given back; how many
+ * islands, or -errno (what was made stays until the connection goes). */
+static long stall_islands(struct fuse_stall *fs)
+{
+	static void *chunk[STALL_MAX_CHUNKS];
+	const size_t len = (size_t)STALL_EVERY_MIB << 20;
+	long n = 0, i, ret = 0;
+
+	while (n < STALL_MAX_CHUNKS && free_memory_kb() > (STALL_LEAVE_MIB + STALL_EVERY_MIB) << 10) {
+		chunk[n] = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (chunk[n] == MAP_FAILED) {
+			ret = -errno;
+			break;
+		}
+		/* 4 KiB pages, as the folios of the islands: from the same
+		 * stream of the page allocator, so islands lie all through */
+		if (madvise(chunk[n], len, MADV_NOHUGEPAGE) ||
+		    madvise(chunk[n], len, MADV_POPULATE_WRITE)) {
+			ret = -errno;
+			munmap(chunk[n], len);
+			break;
+		}
+		ret = __fuse_stall_lock(fs, (uint64_t)n * SZ_2M, (uint64_t)STALL_ISLAND_MIB << 20);
+		n++;
+		if (ret)
+			break;
+	}
+	for (i = 0; i < n; i++)
+		munmap(chunk[i], len);
+	return ret ?: n;
+}
+
+TEST_F_TIMEOUT(runs_stalled, locked_folios_keep_the_build_off_their_gib, 900)
+{
+	long islands = stall_islands(&self->fs);
+
+	ASSERT_LT(0, islands) TH_LOG("islands of locked folios: %s", strerror(-islands));
+	TH_LOG("%ld islands of %d MiB, %ld reads unanswered, %ld MiB free", islands,
+	       STALL_ISLAND_MIB, self->fs.reads, free_memory_kb() >> 10);
+	pool_write("target_mib", 1024);
+	ASSERT_EQ(0, pool_wait("zero_mib", 1024, RUNS_SETTLE_MS))
+		TH_LOG("pool %ld MiB of 1024: %ld runs built, %ld tries failed", pool_read("zero_mib"),
+		       pool_counter("runs_built"), pool_counter("runs_build_failed"));
+	TH_LOG("pool full: %ld runs built, %ld tries failed (%ld found no GiB)",
+	       pool_counter("runs_built"), pool_counter("runs_build_failed"),
+	       pool_counter("runs_build_no_gib"));
 }
 
 /*
