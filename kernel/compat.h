@@ -710,8 +710,9 @@ static inline struct iommu_domain *zp_iommu_domain_alloc(struct device *dev)
  * 6.7 to 6.19 keep them in cpuset's own mask (cpuset_cpu_is_isolated(),
  * exported, lockless). From 7.0 housekeeping's DOMAIN mask leaves them
  * out and the helper is gone ("cpuset: Remove cpuset_cpu_is_isolated()",
- * the series that made that mask follow partitions); 6.1 has no isolated
- * partitions.
+ * the series that made that mask follow partitions). 6.1 has isolated
+ * partitions too, but neither helper: nothing it exports names their
+ * CPUs, so there they are not seen (docs/module.md, run_build).
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(7, 0, 0)
 #include <linux/cpuset.h>

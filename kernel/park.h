@@ -18,8 +18,9 @@ void zp_park_exit(void);
  * Keep folio, with the caller's reference, while something else holds it
  * (pinned for DMA, or more references than a file letting go of it has):
  * true when parked (the reference is park's now); false when nothing else
- * holds it, or no room could be had without sleeping (counted; the caller
- * keeps its reference). Called as the file lets go; may sleep.
+ * holds it, or the park's index could not grow (an allocation that
+ * failed, counted; the caller keeps its reference). Called as the file
+ * lets go; may sleep.
  */
 bool zp_park(struct folio *folio);
 /* Look at the parked blocks now (a holder of one just let go). Does not

@@ -48,8 +48,8 @@
  * zeroing_sync_ms); the kthreads' CPU time is their own (zeropin/N in ps).
  * If every CPU listed goes offline the scheduler moves a kthread elsewhere
  * and the binding is not restored: write zero_cpus again (so too after an
- * isolated cpuset partition is made or changed, on 6.12 and 7.2, which
- * puts every unbound kthread on the CPUs left outside partitions; the
+ * isolated cpuset partition is made or changed, which puts every unbound
+ * kthread of the root cpuset on the CPUs left outside partitions; the
  * default is computed at load and at each zero_cpus write). Another CPU
  * coming online leaves the binding as it is.
  *
@@ -171,9 +171,10 @@ MODULE_PARM_DESC(zero_rate_mib,
 
 /*
  * On by default (issue 40). What a build costs the host, per GiB built
- * and per failed try that got as far as alloc_contig_range(): work on
- * every CPU (lru_cache_disable(): an expedited RCU grace period and an
- * LRU drain on each; the per-CPU free lists drained), the migration of
+ * and per failed try that got as far as alloc_contig_range(): an
+ * expedited RCU grace period on every CPU (lru_cache_disable()), work on
+ * each CPU whose LRU caches or per-CPU free lists hold pages (drained:
+ * a CPU whose vCPU faulted memory in), the migration of
  * what the GiB held (other tenants' movable memory: page cache, THP of
  * guests not on zeropinfs), by the pool's kthread at nice 19 and only
  * after run_quiet_ms without hand-outs; and, where the kernel clears at
@@ -191,10 +192,11 @@ MODULE_PARM_DESC(run_build,
 	"is a GiB or more short of its target; loose blocks fill the rest and "
 	"wherever a run cannot be had. A VFIO pin in an empty GiB of a file "
 	"takes a whole run. None while some CPUs are isolated (isolcpus=, "
-	"nohz_full=, an isolated cpuset partition): a build waits for work on "
-	"every CPU. Writable at run time by root "
+	"nohz_full=, an isolated cpuset partition, which 6.1 does not show): "
+	"a build waits for work on the CPUs. Writable at run time by root "
 	"[DEFAULT: Y. Per GiB built, after run_quiet_ms without hand-outs: "
-	"an LRU and per-CPU list drain on every CPU, the migration of what "
+	"an expedited RCU grace period on every CPU and an LRU and per-CPU "
+	"list drain on each CPU holding such pages, the migration of what "
 	"the GiB held at nice 19 (on 6.1 and on 6.12 before 6.12.78, Debian's "
 	"before 6.12.85-1, it may reclaim directly), and with init_on_alloc=1 "
 	"the GiB cleared in one burst; no vCPU gap above nested TCG's 25-33 ms "

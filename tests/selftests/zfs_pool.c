@@ -545,7 +545,8 @@ TEST(zero_cpus_binding_outlives_a_cpu_coming_online)
 }
 
 /*
- * An isolated cpuset partition (6.7 on: 6.12 and 7.2) of CPU 1. The
+ * An isolated cpuset partition of CPU 1, as zeropin sees it from 6.7 on
+ * (6.12 and 7.2). The
  * isolation check goes CPU by CPU against housekeeping's masks (7.2 keeps
  * housekeeping's flag set once a partition has been) and, on 6.12, whose
  * housekeeping does not follow partitions, cpuset's own.
@@ -573,8 +574,9 @@ static void release_cpu1(void)
 	rmdir(ISO_CGROUP);
 }
 
-/* Why a partition test cannot run here, or NULL: a kernel before 6.7, one
- * CPU, or CPUs isolated from boot on (zeropin loaded to ask). */
+/* Why a partition test cannot run here, or NULL: a kernel before 6.7
+ * (6.1 makes isolated partitions, but exports nothing that names their
+ * CPUs), one CPU, or CPUs isolated from boot on (zeropin loaded to ask). */
 static const char *partition_skip(void)
 {
 	struct utsname u;
@@ -582,7 +584,7 @@ static const char *partition_skip(void)
 
 	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
 	    major * 100 + minor < 607)
-		return "no isolated cpuset partitions before 6.7";
+		return "before 6.7 an isolated cpuset partition is not seen (nothing exported names its CPUs; docs/module.md: run_build=N with FIFO vCPUs)";
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return "one CPU: none to isolate";
 	zeropin_reset();
