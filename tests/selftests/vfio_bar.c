@@ -370,6 +370,11 @@ struct foreign_race {
 /* Times the race is run until the munmap comes while the write goes on
  * (it may come before or after: TCG schedules as it likes). */
 #define FOREIGN_TRIES	5
+/* Seconds a race test may take: up to FOREIGN_TRIES maps of 256 K entries
+ * of 4 KiB and a DMA check of a GiB (the harness's default, 30 s, cut the
+ * first short on the debug lab kernel with a demo running beside it, and
+ * the next test found the group still held). */
+#define FOREIGN_TIMEOUT	300
 
 static int foreign_map_job(void *arg)
 {
@@ -456,7 +461,7 @@ static void *foreign_mmap(const FIXTURE_VARIANT(bar) *variant, void *addr, uint6
  * Afterwards no entry is left anywhere in the range: 4 KiB pages of RAM
  * mapped over all of it are reached by DMA, and the kernel log has no
  * "DMA PTE already set". */
-TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
+TEST_F_TIMEOUT(bar, foreign_pfnmap_munmap_waits_for_one_piece, FOREIGN_TIMEOUT)
 {
 	struct foreign_race r = { .container = self->container, .iova = IOVA_BAR + 4096,
 				  .size = FOREIGN_SIZE, .unmap_size = FOREIGN_SIZE };
@@ -493,7 +498,7 @@ TEST_F(bar, foreign_pfnmap_munmap_waits_for_one_piece)
  */
 #define NEIGHBOUR_PIECES	9
 
-TEST_F(bar, foreign_revocation_leaves_the_neighbours_mapped)
+TEST_F_TIMEOUT(bar, foreign_revocation_leaves_the_neighbours_mapped, FOREIGN_TIMEOUT)
 {
 	uint64_t half = FOREIGN_SIZE / 2;
 	struct foreign_race r = { .container = self->container, .iova = IOVA_BAR,

@@ -864,6 +864,10 @@ TEST_F(zfs_poison, poisoned_page_is_refused_and_the_rest_kept)
  */
 #define RACE_THREADS	4
 #define RACE_ROUNDS	2000
+/* Seconds the race test may take: past its own deadline (bounded_fork(),
+ * 4 * BOUNDED_MS), which says whether the faults hung; the harness's 30 s
+ * cut it short on the debug lab kernel under load. */
+#define RACE_TIMEOUT	(4 * BOUNDED_MS / 1000 + 60)
 
 struct race_thread {
 	uint8_t *p;		/* the shared mapping */
@@ -914,7 +918,7 @@ static int race_job(void *arg)
 	return err;
 }
 
-TEST_F(zfs_poison, racing_faults_on_a_poisoned_block_never_sigbus)
+TEST_F_TIMEOUT(zfs_poison, racing_faults_on_a_poisoned_block_never_sigbus, RACE_TIMEOUT)
 {
 	int ret;
 
