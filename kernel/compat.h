@@ -716,8 +716,10 @@ static inline struct iommu_domain *zp_iommu_domain_alloc(struct device *dev)
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(7, 0, 0)
 #include <linux/cpuset.h>
+#define ZP_CPUSET_ISOLATES_APART	1
 #define zp_cpuset_cpu_isolated(cpu)	cpuset_cpu_is_isolated(cpu)
 #else
+#define ZP_CPUSET_ISOLATES_APART	0
 #define zp_cpuset_cpu_isolated(cpu)	((void)(cpu), false)
 #endif
 

@@ -1682,7 +1682,10 @@ static void node_set_cpus(struct node_pool *np, const struct cpumask *want)
 		default_cpus(mask, np->nid);
 	else if (!cpumask_and(mask, want, cpumask_of_node(np->nid)))
 		cpumask_copy(mask, want);
-	set_cpus_allowed_ptr(np->thread, mask);
+	/* no online CPU in it (a CPU-less node, every other CPU isolated):
+	 * any online CPU rather than where the kthread happened to be */
+	if (set_cpus_allowed_ptr(np->thread, mask))
+		set_cpus_allowed_ptr(np->thread, cpu_online_mask);
 	free_cpumask_var(mask);
 }
 

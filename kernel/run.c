@@ -54,15 +54,30 @@ const gfp_t zp_run_gfp = (GFP_KERNEL & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN;
  * Whether cpu is kept free of the kernel's housekeeping now: isolcpus=,
  * nohz_full= (housekeeping's DOMAIN and TICK masks) or an isolated cpuset
  * partition (7.2: in the DOMAIN mask; 6.12: cpuset's own,
- * zp_cpuset_cpu_isolated(); 6.1: not seen). The masks, not housekeeping's flags: 7.2
- * keeps the DOMAIN flag set once a partition has been. Caller holds
- * rcu_read_lock() (7.2's housekeeping masks are RCU pointers).
+ * zp_cpuset_cpu_isolated(); 6.1: not seen). The masks, not housekeeping's
+ * flags: 7.2 keeps the DOMAIN flag set once a partition has been. Caller
+ * holds rcu_read_lock() (7.2's housekeeping masks are RCU pointers).
  */
 bool zp_cpu_isolated(int cpu)
 {
+	RCU_LOCKDEP_WARN(!rcu_read_lock_any_held(), "zp_cpu_isolated() without RCU");
 	return !housekeeping_test_cpu(cpu, HK_TYPE_DOMAIN) ||
 	       !housekeeping_test_cpu(cpu, HK_TYPE_TICK) ||
 	       zp_cpuset_cpu_isolated(cpu);
+}
+
+/* Some online CPU in an isolated cpuset partition that housekeeping does
+ * not show (6.12: one call per online CPU; elsewhere nothing to ask). */
+static bool cpuset_isolates_online(void)
+{
+	int cpu;
+
+	if (!ZP_CPUSET_ISOLATES_APART)
+		return false;
+	for_each_online_cpu(cpu)
+		if (zp_cpuset_cpu_isolated(cpu))
+			return true;
+	return false;
 }
 
 /*
@@ -71,29 +86,25 @@ bool zp_cpu_isolated(int cpu)
  * whose LRU caches or free lists hold pages (a CPU whose vCPU faulted
  * memory in does) and wait for it, after an expedited RCU grace period
  * that interrupts every CPU; on such a CPU a SCHED_FIFO vCPU stands in
- * the work's way: the build waits
- * until the fair server preempts the vCPU for it (6.12 and 7.2), on 6.1
- * with RT throttling off for ever (the kthread in D state, rmmod with
- * it). Hosts set up this way run latency-bound guests, so they get loose
- * blocks only (the pool asks at every build: a partition can come at run
- * time). Any context, np->lock held or not: a hint read without the
- * hotplug lock (a CPU coming or going is seen at the next ask), a few
- * bit tests per online CPU; takes rcu_read_lock().
+ * the work's way: the build waits until the fair server preempts the
+ * vCPU for it (6.12 and 7.2), on 6.1 with RT throttling off for ever (the
+ * kthread in D state, rmmod with it). Hosts set up this way run
+ * latency-bound guests, so they get loose blocks only (the pool asks at
+ * every build: a partition can come at run time). Any context, np->lock
+ * held or not (asked several times per kthread wake-up): a hint read
+ * without the hotplug lock (a CPU coming or going is seen at the next
+ * ask); the online mask against housekeeping's two masks word by word,
+ * and on 6.12 cpuset's mask CPU by CPU; takes rcu_read_lock().
  */
 bool zp_run_cpus_isolated(void)
 {
-	bool isolated = false;
-	int cpu;
+	bool isolated;
 
-	rcu_read_lock();
-	for_each_online_cpu(cpu) {
-		if (zp_cpu_isolated(cpu)) {
-			isolated = true;
-			break;
-		}
-	}
+	rcu_read_lock();	/* 7.2's housekeeping masks are RCU pointers */
+	isolated = !cpumask_subset(cpu_online_mask, housekeeping_cpumask(HK_TYPE_DOMAIN)) ||
+		   !cpumask_subset(cpu_online_mask, housekeeping_cpumask(HK_TYPE_TICK));
 	rcu_read_unlock();
-	return isolated;
+	return isolated || cpuset_isolates_online();
 }
 
 /* GiBs looked at per build: a scan reads 262144 struct pages (about a
