@@ -28,6 +28,10 @@
 /* Pages per READ: FUSE's upper limit (fuse_max_pages_limit), so that a
  * readahead is few requests. */
 #define STALL_MAX_PAGES	256
+/* A WILLNEED reads one readahead window at most: FUSE's is what the
+ * kernel offers at INIT (VM_READAHEAD_PAGES, 128 KiB), so the range is
+ * asked for a window at a time. */
+#define STALL_RA_STEP	(128u << 10)
 /* How often the server looks at stop while no request comes. */
 #define STALL_POLL_MS	100
 /* Where FUSE is a module (6.1), scripts/lab stages it here. */
@@ -202,25 +206,31 @@ fail:
 
 int __fuse_stall_lock(struct fuse_stall *fs, uint64_t off, uint64_t len)
 {
-	return -posix_fadvise(fs->file, off, len, POSIX_FADV_WILLNEED);
+	uint64_t at;
+	int ret = 0;
+
+	for (at = off; at < off + len && !ret; at += STALL_RA_STEP)
+		ret = posix_fadvise(fs->file, at, STALL_RA_STEP, POSIX_FADV_WILLNEED);
+	return -ret;
 }
 
 void fuse_stall_stop(struct fuse_stall *fs)
 {
-	/* while the server runs: the close waits for its FLUSH answer */
-	if (fs->has_file)
-		close(fs->file);
-	fs->has_file = false;
+	/* first: the device's last close (the mount holds none) aborts the
+	 * connection, the reads end with an error and their folios are
+	 * unlocked, and the file's close below gets its FLUSH answered with
+	 * ENOTCONN whatever became of the server */
+	if (fs->has_dev)
+		close(fs->dev);
+	fs->has_dev = false;
 	if (fs->serving) {
 		fs->stop = 1;
 		pthread_join(fs->server, NULL);
 		fs->serving = false;
 	}
-	/* the device's last close aborts the connection: the reads end
-	 * with an error and their folios are unlocked */
-	if (fs->has_dev)
-		close(fs->dev);
-	fs->has_dev = false;
+	if (fs->has_file)
+		close(fs->file);
+	fs->has_file = false;
 	if (fs->mounted)
 		umount2(fs->dir, MNT_DETACH);
 	fs->mounted = false;

@@ -975,7 +975,7 @@ TEST_F_TIMEOUT(runs_stalled, locked_folios_keep_the_build_off_their_gib, 900)
 	long islands = stall_islands(&self->fs);
 
 	ASSERT_LT(0, islands) TH_LOG("islands of locked folios: %s", strerror(-islands));
-	TH_LOG("%ld islands of %d MiB, %ld reads unanswered, %ld MiB free", islands,
+	TH_LOG("%ld islands of %d MiB asked for, %ld reads unanswered, %ld MiB free", islands,
 	       STALL_ISLAND_MIB, self->fs.reads, free_memory_kb() >> 10);
 	pool_write("target_mib", 1024);
 	ASSERT_EQ(0, pool_wait("zero_mib", 1024, RUNS_SETTLE_MS))
@@ -984,6 +984,9 @@ TEST_F_TIMEOUT(runs_stalled, locked_folios_keep_the_build_off_their_gib, 900)
 	TH_LOG("pool full: %ld runs built, %ld tries failed (%ld found no GiB)",
 	       pool_counter("runs_built"), pool_counter("runs_build_failed"),
 	       pool_counter("runs_build_no_gib"));
+	/* every GiB the fill reached holds an island: none was picked */
+	EXPECT_EQ(0, pool_counter("runs_built"));
+	EXPECT_LE(1, pool_counter("runs_build_no_gib"));
 }
 
 /*
