@@ -1647,7 +1647,8 @@ DEFINE_SHOW_ATTRIBUTE(counters);
  * The default binding, into mask: node nid's CPUs that no isolation keeps
  * free (zp_cpu_isolated(): an isolated core is a vCPU's, not the
  * zeroing's), else the housekeeping CPUs elsewhere (this node's memory
- * zeroed remotely), else, every CPU isolated, the node's CPUs.
+ * zeroed remotely), else, every CPU isolated, the node's CPUs. Takes
+ * rcu_read_lock(); a hint read without the hotplug lock.
  */
 static void default_cpus(struct cpumask *mask, int nid)
 {
@@ -1668,7 +1669,8 @@ static void default_cpus(struct cpumask *mask, int nid)
  * Bind a node's kthread to the CPUs of want on its node, else to all of
  * want (housekeeping CPUs elsewhere zero this node's memory remotely),
  * else (want empty: the default) to default_cpus(). What the admin lists
- * is taken as it is, isolated or not.
+ * is taken as it is, isolated or not. Caller holds pool_mutex (init's
+ * create_node() too); may sleep.
  */
 static void node_set_cpus(struct node_pool *np, const struct cpumask *want)
 {

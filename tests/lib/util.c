@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* util.c - see util.h. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -64,6 +65,33 @@ bool all_bytes(const void *p, int c, size_t len)
 		if (((const uint8_t *)p)[i] != (uint8_t)c)
 			return false;
 	return true;
+}
+
+int proc_tasks_named(const char *comm, bool prefix, int *pid)
+{
+	char path[64], name[32];
+	size_t len = strlen(comm);
+	struct dirent *d;
+	DIR *dp = opendir("/proc");
+	int n = 0;
+	FILE *f;
+
+	while (dp && (d = readdir(dp))) {
+		snprintf(path, sizeof(path), "/proc/%.16s/comm", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) && !strncmp(name, comm, len) &&
+		    (prefix || name[len] == '\n')) {
+			if (pid)
+				*pid = atoi(d->d_name);
+			n++;
+		}
+		fclose(f);
+	}
+	if (dp)
+		closedir(dp);
+	return n;
 }
 
 long proc_file_kb(const char *path, const char *field)
@@ -177,16 +205,24 @@ static int cgroup_join(const char *dir)
 	return __write_file(path, pid);
 }
 
-int __memcg_enter(const char *name)
+int __cgroup_enable(const char *controller)
 {
-	char dir[128];
-	int ret;
+	char add[32];
 
 	mkdir(CGROUP_ROOT, 0755);
 	if (access(CGROUP_ROOT "/cgroup.subtree_control", F_OK) &&
 	    mount("none", CGROUP_ROOT, "cgroup2", 0, NULL) && errno != EBUSY)
 		return -errno;
-	ret = __write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
+	snprintf(add, sizeof(add), "+%s", controller);
+	return __write_file(CGROUP_ROOT "/cgroup.subtree_control", add);
+}
+
+int __memcg_enter(const char *name)
+{
+	char dir[128];
+	int ret;
+
+	ret = __cgroup_enable("memory");
 	if (ret)
 		return ret;
 	snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s", name);

@@ -28,6 +28,9 @@ bool all_bytes(const void *p, int c, size_t len);
  * kB, or a negative errno; proc_status_kb() reads /proc/self/status
  * (e.g. "VmLck"). */
 long proc_file_kb(const char *path, const char *field);
+/* How many tasks are named comm (/proc/PID/comm), or whose name starts
+ * with it when prefix; the last one's pid into *pid (when not NULL). */
+int proc_tasks_named(const char *comm, bool prefix, int *pid);
 long proc_status_kb(const char *field);
 /* Free memory in kB: MemFree plus the pages parked on the per-CPU free
  * lists (/proc/zoneinfo "count:"), which MemFree leaves out and which 6.12
@@ -48,6 +51,10 @@ int __write_file(const char *path, const char *s);
 /* Load a kernel module file with a parameter string ("" for defaults);
  * 0 or -errno (-EEXIST when it is loaded already). */
 int __insmod(const char *path, const char *params);
+
+/* cgroup v2 at /sys/fs/cgroup (mounted when it is not) with controller
+ * ("memory", "cpuset") enabled for the root's children; 0 or -errno. */
+int __cgroup_enable(const char *controller);
 
 /* Move this process into the cgroup v2 memory cgroup /sys/fs/cgroup/name
  * (mounting cgroup2 and enabling the memory controller when needed), so

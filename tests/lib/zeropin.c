@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* zeropin.c - see zeropin.h. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -544,44 +543,18 @@ int pfn_block_held(uint64_t pfn)
 	       !(head & not_ours) && (head & (1ull << KPF_LRU | 1ull << KPF_UNEVICTABLE));
 }
 
-/* The pid of the one task named comm, 0 when there is none or more
- * than one. */
-static int task_pid(const char *comm)
-{
-	char path[64], name[32];
-	size_t n = strlen(comm);
-	int pid = 0, found = 0;
-	struct dirent *d;
-	DIR *dp = opendir("/proc");
-	FILE *f;
-
-	while (dp && (d = readdir(dp))) {
-		snprintf(path, sizeof(path), "/proc/%.16s/comm", d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, comm, n) && name[n] == '\n') {
-			pid = atoi(d->d_name);
-			found++;
-		}
-		fclose(f);
-	}
-	if (dp)
-		closedir(dp);
-	return found == 1 ? pid : 0;
-}
-
 int zeropin_kthread_cpus(int nid, char *buf, size_t len, int timeout_ms)
 {
 	char comm[32], path[64], line[256], fmt[32];
 	double end = now_ms() + timeout_ms;
-	int pid, ret = -ENOENT;
+	int pid = 0, n, ret = -ENOENT;
 	FILE *f;
 
 	snprintf(comm, sizeof(comm), "zeropin/%d", nid);
-	while (!(pid = task_pid(comm)) && now_ms() < end)
+	/* alone: the last module's may still be exiting */
+	while ((n = proc_tasks_named(comm, false, &pid)) != 1 && now_ms() < end)
 		usleep(10000);
-	if (!pid)
+	if (n != 1)
 		return -ETIMEDOUT;
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	snprintf(fmt, sizeof(fmt), "Cpus_allowed_list:\t%%%zus", len - 1);

@@ -8,7 +8,6 @@
  * skips on one.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,28 +59,6 @@ static int node_of(void *addr)
 	return status;
 }
 
-static int count_threads(const char *prefix)
-{
-	char path[64], comm[32];
-	struct dirent *d;
-	int n = 0;
-	DIR *dp = opendir("/proc");
-	FILE *f;
-
-	while (dp && (d = readdir(dp))) {
-		snprintf(path, sizeof(path), "/proc/%.16s/comm", d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, prefix, strlen(prefix)))
-			n++;
-		fclose(f);
-	}
-	if (dp)
-		closedir(dp);
-	return n;
-}
-
 FIXTURE(numa) {
 	int unused;
 };
@@ -103,7 +80,7 @@ FIXTURE_TEARDOWN(numa)
 
 TEST_F(numa, one_zeroing_thread_per_node)
 {
-	EXPECT_EQ(NODES, count_threads("zeropin/"));
+	EXPECT_EQ(NODES, proc_tasks_named("zeropin/", true, NULL));
 }
 
 TEST_F(numa, a_fault_takes_a_zero_block_from_its_own_node)

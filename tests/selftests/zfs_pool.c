@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -546,10 +544,9 @@ TEST(zero_cpus_binding_outlives_a_cpu_coming_online)
 
 /*
  * An isolated cpuset partition of CPU 1, as zeropin sees it from 6.7 on
- * (6.12 and 7.2). The
- * isolation check goes CPU by CPU against housekeeping's masks (7.2 keeps
- * housekeeping's flag set once a partition has been) and, on 6.12, whose
- * housekeeping does not follow partitions, cpuset's own.
+ * (6.12 and 7.2). The isolation check reads housekeeping's masks, not its
+ * flags (7.2 keeps the flag set once a partition has been) and, on 6.12,
+ * whose housekeeping does not follow partitions, cpuset's own.
  */
 #define ISO_CGROUP	"/sys/fs/cgroup/zp-isolated"
 
@@ -557,10 +554,7 @@ static int isolate_cpu1(void)
 {
 	int ret;
 
-	if (access("/sys/fs/cgroup/cgroup.subtree_control", F_OK) &&
-	    mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL) && errno != EBUSY)
-		return -errno;
-	ret = __write_file("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset");
+	ret = __cgroup_enable("cpuset");
 	if (!ret && mkdir(ISO_CGROUP, 0755) && errno != EEXIST)
 		ret = -errno;
 	if (!ret)
@@ -579,11 +573,7 @@ static void release_cpu1(void)
  * CPUs), one CPU, or CPUs isolated from boot on (zeropin loaded to ask). */
 static const char *partition_skip(void)
 {
-	struct utsname u;
-	int major, minor;
-
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
-	    major * 100 + minor < 607)
+	if (!kernel_at_least(6, 7))
 		return "before 6.7 an isolated cpuset partition is not seen (nothing exported names its CPUs; docs/module.md: run_build=N with FIFO vCPUs)";
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return "one CPU: none to isolate";
