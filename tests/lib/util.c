@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* util.c - see util.h. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
@@ -77,6 +78,8 @@ int proc_tasks_named(const char *comm, bool prefix, int *pid)
 	FILE *f;
 
 	while (dp && (d = readdir(dp))) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;	/* self, thread-self: a task seen twice */
 		snprintf(path, sizeof(path), "/proc/%.16s/comm", d->d_name);
 		f = fopen(path, "r");
 		if (!f)
